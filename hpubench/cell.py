@@ -1,0 +1,105 @@
+"""The Cell: one point of the benchmark matrix, and the unit of running, storing and comparing.
+
+A Cell names *what* to run, never how it went. Its key is stable across machines and runs so the same
+cell can be matched between result sets (Gaudi vs Gaudi2, baseline vs current). The key deliberately
+leaves out step counts: measuring a cell longer must not make it a different cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+PRECISIONS: tuple[str, ...] = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "fp8")
+MODES: tuple[str, ...] = ("eager", "lazy", "compile")
+SIZES: tuple[str, ...] = ("tiny", "standard")
+
+
+@dataclass(frozen=True)
+class Cell:
+    workload: str
+    size: str = "tiny"
+    accelerator: str = "cpu"
+    devices: int = 1
+    nodes: int = 1
+    precision: str = "32-true"
+    mode: str = "eager"
+    graphs: bool = False
+    batch_size: int | None = None  # None: the workload's default for its size
+    warmup_steps: int = 3
+    steps: int = 20
+    options: tuple[tuple[str, str], ...] = field(default=())  # workload options, sorted (name, value)
+    # Which device indices to use; None means the first ``devices``. Not part of the key: the same cell
+    # on device 3 is still the same cell.
+    device_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.devices < 1 or self.nodes < 1:
+            raise ValueError(f"devices and nodes must be >= 1, got devices={self.devices} nodes={self.nodes}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.warmup_steps < 1 or self.steps < 2:
+            raise ValueError(
+                f"need warmup_steps >= 1 and steps >= 2, got warmup_steps={self.warmup_steps} steps={self.steps}"
+            )
+        if self.device_ids is not None:
+            object.__setattr__(self, "device_ids", tuple(int(i) for i in self.device_ids))
+            if len(self.device_ids) != self.devices:
+                raise ValueError(f"device_ids {list(self.device_ids)} do not match devices={self.devices}")
+        object.__setattr__(self, "options", tuple(sorted((str(k), str(v)) for k, v in self.options)))
+
+    @property
+    def world_size(self) -> int:
+        return self.devices * self.nodes
+
+    def key_parts(self, *, with_hardware: bool = True) -> list[str]:
+        parts = [self.workload, self.size]
+        if with_hardware:
+            parts.append(self.accelerator)
+        parts += [
+            f"{self.devices}x{self.nodes}",
+            self.precision,
+            self.mode,
+            "graphs" if self.graphs else "nographs",
+            f"bs{self.batch_size}" if self.batch_size is not None else "bsdefault",
+        ]
+        parts += [f"{k}={v}" for k, v in self.options]
+        return parts
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the cell, e.g. ``mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault``."""
+        return "/".join(self.key_parts())
+
+    @property
+    def match_key(self) -> str:
+        """The key without the hardware, for matching cells across hardware kinds (compare)."""
+        return "/".join(self.key_parts(with_hardware=False))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["options"] = dict(self.options)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Cell:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown cell field(s): {', '.join(sorted(unknown))}")
+        kwargs = dict(data)
+        opts = kwargs.get("options") or {}
+        kwargs["options"] = tuple(opts.items()) if isinstance(opts, dict) else tuple(tuple(o) for o in opts)
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """A cell as the matrix expanded it: runnable, or skipped with the reason why."""
+
+    cell: Cell
+    skip_reason: str | None = None
+
+    @property
+    def runnable(self) -> bool:
+        return self.skip_reason is None

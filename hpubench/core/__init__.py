@@ -1,0 +1,1 @@
+"""The shared core: accelerator, strategy, precision and execution mode, resolved from a Cell."""

@@ -1,0 +1,27 @@
+"""Accelerator registry. Adding an accelerator is one new module here that calls ``register``."""
+
+from __future__ import annotations
+
+from hpubench.core.accelerators.base import Accelerator
+
+_REGISTRY: dict[str, type[Accelerator]] = {}
+
+
+def register(cls: type[Accelerator]) -> type[Accelerator]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get(name: str) -> type[Accelerator]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown accelerator {name!r}; known: {', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY, key=lambda n: -_REGISTRY[n].auto_priority)
+
+
+# The built-in accelerators register themselves on import (cheap: they import torch lazily).
+from hpubench.core.accelerators import cpu, cuda, hpu  # noqa: E402, F401

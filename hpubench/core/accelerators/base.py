@@ -1,0 +1,122 @@
+"""The accelerator interface: everything device-specific lives behind it.
+
+Two halves. The *rules* (``skip_reason``, ``env_before_import``) are pure class methods with no torch
+import, so matrix expansion can ask them on a machine without the device. The *runtime* half imports
+torch lazily inside methods: importing an accelerator module must stay cheap and must never initialise a
+device (a pre-warmed parent forks workers, and CUDA does not survive a fork once initialised).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from hpubench.cell import Cell
+from hpubench.core.memory import MemoryStats
+
+if TYPE_CHECKING:
+    import torch
+
+# A training step: takes one batch (a tuple of tensors on the device), returns the loss tensor.
+StepFn = Callable[[tuple["torch.Tensor", ...]], "torch.Tensor"]
+
+
+class Accelerator(ABC):
+    name: ClassVar[str]
+    dist_backend: ClassVar[str]  # torch.distributed backend for this device kind
+    autocast_device_type: ClassVar[str]
+    auto_priority: ClassVar[int]  # "auto" picks the available accelerator with the highest priority
+    graph_capture_name: ClassVar[str | None] = None  # "HPU graphs", "CUDA graphs"; None: not available
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+
+    # ---- rules: pure, no torch -------------------------------------------------------------------
+    @classmethod
+    def skip_reason(cls, cell: Cell, device_name: str) -> str | None:
+        """Why ``cell`` cannot run on this accelerator kind (``device_name`` picks the generation)."""
+        if cell.mode == "lazy":
+            return f"lazy mode exists only on HPU, not on {cls.name}"
+        if cell.graphs and cls.graph_capture_name is None:
+            return f"graph capture is not available on {cls.name}"
+        if cell.precision == "fp8":
+            return f"no supported fp8 training path on {cls.name} (fp8 runs on HPU Gaudi2+ via transformer_engine)"
+        return None
+
+    @classmethod
+    def env_before_import(cls, cell: Cell) -> dict[str, str]:
+        """Environment a worker must have *before* importing the device's framework for this cell."""
+        return {}
+
+    # ---- detection -------------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def is_available(cls) -> bool: ...
+
+    @classmethod
+    @abstractmethod
+    def device_count(cls) -> int: ...
+
+    @abstractmethod
+    def device_name(self) -> str: ...
+
+    # ---- runtime ---------------------------------------------------------------------------------
+    @abstractmethod
+    def torch_device(self) -> torch.device: ...
+
+    def setup(self) -> None:
+        """Make ``self.index`` the current device of this process."""
+
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def memory_stats(self) -> MemoryStats: ...
+
+    @abstractmethod
+    def reset_peak_memory_stats(self) -> None: ...
+
+    def check_precision(self, precision: str) -> None:
+        """Raise CellSkipped when the live device cannot run ``precision`` (a fact the rules can't see)."""
+
+    def mode_in_force(self, requested: str) -> str:
+        """The execution mode the device is really in, read back rather than assumed."""
+        return requested
+
+    def after_backward(self) -> None:
+        """Hook after ``loss.backward()`` (HPU lazy mode: ``mark_step``)."""
+
+    def after_optimizer_step(self) -> None:
+        """Hook after ``optimizer.step()`` (HPU lazy mode: ``mark_step``)."""
+
+    def compile_backend(self) -> str:
+        return "inductor"
+
+    def graphed_step(
+        self,
+        make_step: Callable[[torch.nn.Module], StepFn],
+        model: torch.nn.Module,
+        sample_batch: tuple[torch.Tensor, ...],
+    ) -> StepFn:
+        """A training step with graph capture applied (HPU graphs / CUDA graphs)."""
+        from hpubench.errors import CellSkipped
+
+        raise CellSkipped(f"graph capture is not available on {self.name}")
+
+    def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
+        """Model converted for fp8 training and a factory of the fp8 autocast context."""
+        from hpubench.errors import CellSkipped
+
+        raise CellSkipped(f"no supported fp8 training path on {self.name}")
+
+    def grad_scaler(self) -> Any | None:
+        """A gradient scaler for fp16 mixed precision, or None where the device does not need one."""
+        return None
+
+    def software_versions(self) -> dict[str, str]:
+        return {}
+
+    def env_flags(self) -> dict[str, str]:
+        """Environment flags that change this device's behaviour, recorded with every result."""
+        return {}

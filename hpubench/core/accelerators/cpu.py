@@ -1,0 +1,105 @@
+"""CPU accelerator: always present; memory is the worker process's resident set."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import TYPE_CHECKING, Any
+
+from hpubench.core.accelerators import register
+from hpubench.core.accelerators.base import Accelerator
+from hpubench.core.memory import MemoryStats
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _proc_status_kib(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def cpu_model_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@register
+class CPUAccelerator(Accelerator):
+    name = "cpu"
+    dist_backend = "gloo"
+    autocast_device_type = "cpu"
+    auto_priority = 0
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return True
+
+    @classmethod
+    def device_count(cls) -> int:
+        # One "device" per process: several CPU devices means several gloo ranks sharing the host.
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+    def device_name(self) -> str:
+        return cpu_model_name()
+
+    def torch_device(self) -> torch.device:
+        import torch
+
+        return torch.device("cpu")
+
+    def synchronize(self) -> None:
+        """CPU ops are synchronous: nothing to wait for."""
+
+    def memory_stats(self) -> MemoryStats:
+        import psutil
+
+        rss = psutil.Process().memory_info().rss
+        hwm_kib = _proc_status_kib("VmHWM")
+        raw: dict[str, Any] = {"rss_bytes": rss}
+        if hwm_kib is not None:
+            raw["vm_hwm_bytes"] = hwm_kib * 1024
+        return MemoryStats(
+            source="process (RSS; peak = VmHWM since last reset)",
+            peak_allocated_bytes=hwm_kib * 1024 if hwm_kib is not None else None,
+            in_use_bytes=rss,
+            limit_bytes=psutil.virtual_memory().total,
+            raw=raw,
+        )
+
+    def reset_peak_memory_stats(self) -> None:
+        # Linux resets the peak resident set (VmHWM) when "5" is written to clear_refs.
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+    def grad_scaler(self) -> Any | None:
+        import torch
+
+        return torch.amp.GradScaler("cpu")
+
+    def software_versions(self) -> dict[str, str]:
+        import torch
+
+        return {"torch": torch.__version__, "mkldnn": str(torch.backends.mkldnn.is_available())}
+
+    def env_flags(self) -> dict[str, str]:
+        import torch
+
+        flags = {k: v for k, v in os.environ.items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        flags["torch_num_threads"] = str(torch.get_num_threads())
+        return flags

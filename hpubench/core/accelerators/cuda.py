@@ -1,0 +1,150 @@
+"""CUDA accelerator: torch.cuda, nccl, CUDA graphs for whole training steps."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hpubench.cell import Cell
+from hpubench.core.accelerators import register
+from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.memory import MemoryStats
+from hpubench.errors import CellSkipped
+
+if TYPE_CHECKING:
+    import torch
+
+_CAPTURE_WARMUP_STEPS = 3
+
+
+@register
+class CUDAAccelerator(Accelerator):
+    name = "cuda"
+    dist_backend = "nccl"
+    autocast_device_type = "cuda"
+    auto_priority = 10
+    graph_capture_name = "CUDA graphs"
+
+    @classmethod
+    def skip_reason(cls, cell: Cell, device_name: str) -> str | None:
+        base = super().skip_reason(cell, device_name)
+        if base:
+            return base
+        if cell.graphs and cell.precision == "16-mixed":
+            return "CUDA graphs cannot capture the fp16 grad scaler (it syncs with the host); use bf16-mixed"
+        return None
+
+    @classmethod
+    def is_available(cls) -> bool:
+        import torch
+
+        return torch.cuda.is_available()
+
+    @classmethod
+    def device_count(cls) -> int:
+        import torch
+
+        return torch.cuda.device_count()
+
+    def device_name(self) -> str:
+        import torch
+
+        return torch.cuda.get_device_name(self.index)
+
+    def torch_device(self) -> torch.device:
+        import torch
+
+        return torch.device("cuda", self.index)
+
+    def setup(self) -> None:
+        import torch
+
+        torch.cuda.set_device(self.index)
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.index)
+
+    def memory_stats(self) -> MemoryStats:
+        import torch
+
+        raw = torch.cuda.memory_stats(self.index)
+        _free, total = torch.cuda.mem_get_info(self.index)
+        return MemoryStats(
+            source="torch.cuda.memory_stats",
+            peak_allocated_bytes=raw.get("allocated_bytes.all.peak"),
+            in_use_bytes=raw.get("allocated_bytes.all.current"),
+            limit_bytes=total,
+            num_allocs=raw.get("allocation.all.allocated"),
+            num_frees=raw.get("allocation.all.freed"),
+            raw=dict(raw),
+        )
+
+    def reset_peak_memory_stats(self) -> None:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(self.index)
+
+    def grad_scaler(self) -> Any | None:
+        import torch
+
+        return torch.amp.GradScaler("cuda")
+
+    def check_precision(self, precision: str) -> None:
+        """bf16 needs compute capability 8.0+; only the live device can tell."""
+        import torch
+
+        if "bf16" in precision and not torch.cuda.is_bf16_supported():
+            raise CellSkipped(f"{self.device_name()} does not support bfloat16")
+
+    def graphed_step(
+        self,
+        make_step: Callable[[torch.nn.Module], StepFn],
+        model: torch.nn.Module,
+        sample_batch: tuple[torch.Tensor, ...],
+    ) -> StepFn:
+        """Whole-step capture (forward, backward, optimizer step) replayed on static input buffers.
+
+        Follows PyTorch's documented recipe: warm up on a side stream, capture once, then each step
+        copies the new batch into the static inputs and replays. The optimizer must be capturable.
+        """
+        import torch
+
+        step = make_step(model)
+        static = tuple(t.clone() for t in sample_batch)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(_CAPTURE_WARMUP_STEPS):
+                step(static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step(static)
+
+        def replay(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            for dst, src in zip(static, batch, strict=True):
+                dst.copy_(src, non_blocking=True)
+            graph.replay()
+            return static_loss
+
+        return replay
+
+    def software_versions(self) -> dict[str, str]:
+        import torch
+
+        return {
+            "torch": torch.__version__,
+            "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version()),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if hasattr(torch.cuda, "nccl") else "",
+        }
+
+    def env_flags(self) -> dict[str, str]:
+        import torch
+
+        flags = {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "NCCL_", "PYTORCH_CUDA"))}
+        flags["allow_tf32_matmul"] = str(torch.backends.cuda.matmul.allow_tf32)
+        return flags

@@ -1,0 +1,9 @@
+"""Errors the CLI turns into one line and exit code 2 (bad input), never a traceback."""
+
+
+class UsageError(Exception):
+    """Bad input from the user: the message names the problem and the fix, on one line."""
+
+
+class CellSkipped(Exception):
+    """Raised inside a worker when a cell turns out not to be runnable here; the message is the reason."""

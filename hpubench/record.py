@@ -1,0 +1,100 @@
+"""The result record of one cell: what was measured, how, and on what. Versioned for safe reading.
+
+Every figure carries the facts needed to trust it (steps measured, warm-up kept apart, spread), and
+failures keep their reason and the child's traceback tail, so a report can say why a cell has no number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hpubench.cell import Cell
+from hpubench.core.memory import MemoryStats
+
+SCHEMA_VERSION = 1
+
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+STATUS_SKIPPED = "skipped"
+STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_SKIPPED)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Steady-state figures from the measured steps (warm-up excluded, device synchronised each step)."""
+
+    measured_steps: int
+    warmup_steps: int
+    samples_per_step: int  # global: summed over every rank
+    tokens_per_step: int | None
+    samples_per_s: float
+    samples_per_s_ci: tuple[float, float]  # bootstrap interval over step times
+    tokens_per_s: float | None
+    tokens_per_s_ci: tuple[float, float] | None
+    confidence: float
+    step_time_mean_s: float
+    step_time_std_s: float
+    step_time_p50_s: float
+    step_time_p90_s: float
+    step_time_p99_s: float
+    first_step_s: float  # includes compile / graph capture; never part of the steady state
+    warmup_total_s: float
+    loss_first: float
+    loss_last: float
+    flops_per_step: int | None  # counted with torch.utils.flop_counter (forward + backward)
+    achieved_tflops: float | None
+    peak_tflops: float | None
+    peak_source: str | None
+    mfu: float | None
+
+
+@dataclass(frozen=True)
+class CellResult:
+    cell: Cell
+    status: str
+    reason: str | None = None  # why skipped / why failed, one line
+    traceback_tail: str | None = None
+    metrics: Metrics | None = None
+    memory: MemoryStats | None = None
+    # Facts read back from the live run: mode in force, device name, resolved batch size, backend, ...
+    runtime: dict[str, Any] = field(default_factory=dict)
+    step_times_s: tuple[float, ...] = ()
+    warmup_times_s: tuple[float, ...] = ()
+    started_at: str | None = None
+    wall_s: float | None = None
+    schema: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def key(self) -> str:
+        return self.cell.key
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["cell"] = self.cell.to_dict()
+        d["key"] = self.key
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        d = dict(data)
+        schema = d.get("schema")
+        if schema != SCHEMA_VERSION:
+            raise ValueError(f"result schema {schema!r} is not supported (this hpubench reads {SCHEMA_VERSION})")
+        d.pop("key", None)
+        d["cell"] = Cell.from_dict(d["cell"])
+        if d.get("metrics") is not None:
+            m = dict(d["metrics"])
+            m["samples_per_s_ci"] = tuple(m["samples_per_s_ci"])
+            if m.get("tokens_per_s_ci") is not None:
+                m["tokens_per_s_ci"] = tuple(m["tokens_per_s_ci"])
+            d["metrics"] = Metrics(**m)
+        if d.get("memory") is not None:
+            d["memory"] = MemoryStats.from_dict(d["memory"])
+        d["step_times_s"] = tuple(d.get("step_times_s") or ())
+        d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
+        return cls(**d)

@@ -1,0 +1,49 @@
+"""The workload interface: a model, deterministic synthetic batches, a loss, and what a step processes.
+
+A workload knows nothing of devices, precision or modes: the core applies those. Batches are generated
+on the device from a seeded generator (no downloads, identical across runs), and every method must also
+work on the ``meta`` device with ``generator=None``, which is how FLOPs are counted without computing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+Batch = tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    batch_size: int
+    description: str  # e.g. "ResNet-50-class: 25.6M parameters, 224x224 images"
+
+
+class Workload(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    sizes: ClassVar[dict[str, SizeSpec]]  # must have "tiny" (CI-fast) and "standard" (realistic)
+    optimizer: ClassVar[str] = "adamw"  # "adamw" or "sgd": one optimizer (several are an HPU limitation)
+    lr: ClassVar[float] = 1e-3
+
+    @abstractmethod
+    def build_model(self, size: str) -> nn.Module:
+        """The model for ``size``, created on the current default device (meta works)."""
+
+    @abstractmethod
+    def make_batch(
+        self, size: str, batch_size: int, device: torch.device, generator: torch.Generator | None
+    ) -> Batch:
+        """One synthetic batch on ``device``; deterministic for a given generator state."""
+
+    @abstractmethod
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """Forward pass and scalar loss for one batch."""
+
+    def tokens_per_sample(self, size: str) -> int | None:
+        """Tokens in one sample for sequence workloads (tokens/s is then reported), else None."""
+        return None
