@@ -40,7 +40,8 @@ class Cell:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.warmup_steps < 1 or self.steps < 2:
             raise ValueError(
-                f"need warmup_steps >= 1 and steps >= 2, got warmup_steps={self.warmup_steps} steps={self.steps}"
+                "need warmup_steps >= 1 and steps >= 2, "
+                f"got warmup_steps={self.warmup_steps} steps={self.steps}"
             )
         if self.device_ids is not None:
             object.__setattr__(self, "device_ids", tuple(int(i) for i in self.device_ids))

@@ -37,7 +37,6 @@ class Inventory:
     def from_dict(cls, data: dict[str, Any]) -> Inventory:
         return cls(
             tuple(
-                DeviceInfo(name, int(v["count"]), str(v.get("device_name", "")))
-                for name, v in data.items()
+                DeviceInfo(name, int(v["count"]), str(v.get("device_name", ""))) for name, v in data.items()
             )
         )

@@ -84,7 +84,9 @@ class CellResult:
         d = dict(data)
         schema = d.get("schema")
         if schema != SCHEMA_VERSION:
-            raise ValueError(f"result schema {schema!r} is not supported (this hpubench reads {SCHEMA_VERSION})")
+            raise ValueError(
+                f"result schema {schema!r} is not supported (this hpubench reads {SCHEMA_VERSION})"
+            )
         d.pop("key", None)
         d["cell"] = Cell.from_dict(d["cell"])
         if d.get("metrics") is not None:

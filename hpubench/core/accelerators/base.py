@@ -41,7 +41,10 @@ class Accelerator(ABC):
         if cell.graphs and cls.graph_capture_name is None:
             return f"graph capture is not available on {cls.name}"
         if cell.precision == "fp8":
-            return f"no supported fp8 training path on {cls.name} (fp8 runs on HPU Gaudi2+ via transformer_engine)"
+            return (
+                f"no supported fp8 training path on {cls.name} "
+                "(fp8 runs on HPU Gaudi2+ via transformer_engine)"
+            )
         return None
 
     @classmethod
@@ -90,8 +93,16 @@ class Accelerator(ABC):
     def after_optimizer_step(self) -> None:
         """Hook after ``optimizer.step()`` (HPU lazy mode: ``mark_step``)."""
 
+    def matmul_tf32(self) -> bool:
+        """Whether fp32 matmuls run as TF32 here, which changes the peak MFU is measured against."""
+        return False
+
     def compile_backend(self) -> str:
         return "inductor"
+
+    def compile_options(self, graphs: bool) -> dict[str, Any]:
+        """Keyword arguments for ``torch.compile`` in compile mode (graphs: capture inside compile)."""
+        return {"backend": self.compile_backend()}
 
     def graphed_step(
         self,

@@ -50,7 +50,9 @@ class CPUAccelerator(Accelerator):
     @classmethod
     def device_count(cls) -> int:
         # One "device" per process: several CPU devices means several gloo ranks sharing the host.
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        return max(
+            1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        )
 
     def device_name(self) -> str:
         return cpu_model_name()

@@ -99,6 +99,15 @@ class CUDAAccelerator(Accelerator):
         if "bf16" in precision and not torch.cuda.is_bf16_supported():
             raise CellSkipped(f"{self.device_name()} does not support bfloat16")
 
+    def matmul_tf32(self) -> bool:
+        import torch
+
+        return bool(torch.backends.cuda.matmul.allow_tf32)
+
+    def compile_options(self, graphs: bool) -> dict[str, Any]:
+        # Inductor's "reduce-overhead" mode is its CUDA-graph mode: capture is done by the compiler.
+        return {"backend": "inductor", "mode": "reduce-overhead"} if graphs else {"backend": "inductor"}
+
     def graphed_step(
         self,
         make_step: Callable[[torch.nn.Module], StepFn],

@@ -1,0 +1,3 @@
+from hpubench.cli import main
+
+main()

@@ -1,0 +1,106 @@
+"""Turns command-line strings into typed matrix dimensions, rejecting bad values with one clear line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hpubench.cell import MODES, PRECISIONS, SIZES
+from hpubench.errors import UsageError
+
+_TRUE = {"on", "true", "yes", "1"}
+_FALSE = {"off", "false", "no", "0"}
+
+
+def _positive_int(option: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{option} takes whole numbers, got {value!r}; e.g. {option} 2") from None
+    if n < 1:
+        raise UsageError(f"{option} must be at least 1, got {n}")
+    return n
+
+
+def _choice(option: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _devices(value: str) -> int | str | list[int]:
+    if value == "auto":
+        return "auto"
+    if value.startswith("["):
+        try:
+            ids = json.loads(value)
+        except json.JSONDecodeError:
+            ids = None
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and i >= 0 for i in ids):
+            raise UsageError(
+                f"--devices {value!r} is not a list of device indices; write e.g. --devices '[0,2]'"
+            )
+        if len(set(ids)) != len(ids):
+            raise UsageError(f"--devices {value!r} names a device twice; list each index once")
+        return ids
+    return _positive_int("--devices", value)
+
+
+def _graphs(value: str) -> bool:
+    v = value.lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise UsageError(f"--graphs takes on or off, got {value!r}")
+
+
+def _batch(value: str) -> int | None:
+    return None if value == "default" else _positive_int("--batch-size", value)
+
+
+def parse_dimensions(
+    *,
+    workload: list[str] | None = None,
+    size: list[str] | None = None,
+    accelerator: list[str] | None = None,
+    devices: list[str] | None = None,
+    nodes: list[str] | None = None,
+    precision: list[str] | None = None,
+    mode: list[str] | None = None,
+    graphs: list[str] | None = None,
+    batch_size: list[str] | None = None,
+    steps: int | None = None,
+    warmup_steps: int | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``matrix.spec_from_options``: only the dimensions the user gave."""
+    out: dict[str, Any] = {}
+    if workload:
+        out["workload"] = workload
+    if size:
+        out["size"] = [_choice("--size", v, SIZES) for v in size]
+    if accelerator:
+        out["accelerator"] = accelerator
+    if devices:
+        out["devices"] = [_devices(v) for v in devices]
+    if nodes:
+        out["nodes"] = [_positive_int("--nodes", v) for v in nodes]
+    if precision:
+        out["precision"] = [_choice("--precision", v, PRECISIONS) for v in precision]
+    if mode:
+        out["mode"] = [_choice("--mode", v, MODES) for v in mode]
+    if graphs:
+        out["graphs"] = [_graphs(v) for v in graphs]
+    if batch_size:
+        out["batch_size"] = [_batch(v) for v in batch_size]
+    if steps is not None:
+        if steps < 2:
+            raise UsageError(f"--steps must be at least 2 (a spread needs two samples), got {steps}")
+        out["steps"] = steps
+    if warmup_steps is not None:
+        if warmup_steps < 1:
+            raise UsageError(
+                f"--warmup-steps must be at least 1 (the first step is never measured), got {warmup_steps}"
+            )
+        out["warmup_steps"] = warmup_steps
+    return out

@@ -1,0 +1,377 @@
+"""Intel Gaudi (HPU) accelerator, written against the Habana API contract in ``shared/hpu-api.md``.
+
+``habana_frameworks`` is imported only inside methods, never at module level: the bridge reads
+``PT_HPU_LAZY_MODE`` once, when it is first imported, so importing it here would fix the execution mode
+for the whole process before the worker has set the environment for its cell. The rules half
+(``skip_reason``, ``env_before_import``, ``validate_op_list_env``) imports neither torch nor habana, so
+matrix expansion and the CLI can ask them on any machine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from hpubench.cell import Cell
+from hpubench.core.accelerators import register
+from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.memory import MemoryStats
+from hpubench.errors import CellSkipped, UsageError
+
+if TYPE_CHECKING:
+    import torch
+
+LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
+FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
+# The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
+# sets both, because it is the one the library actually reads.
+OP_LIST_ALIASES: dict[str, str] = {LOWER_LIST_ENV: "LOWER_LIST", FP32_LIST_ENV: "FP32_LIST"}
+
+ENV_FLAG_PREFIXES: tuple[str, ...] = ("PT_HPU_", "HABANA_", "HLS_")
+
+# optimum-habana's setting for use_hpu_graphs_for_training; enough for one input shape per phase.
+MODULE_CACHER_MAX_GRAPHS = 10
+# The FP8 GEMMs want both matrix dimensions aligned to 16; other layers stay in higher precision.
+FP8_ALIGNMENT = 16
+
+
+def gaudi_generation(device_name: str) -> int | None:
+    """1, 2 or 3 from a name like ``"GAUDI2C"``; None when the name says nothing (e.g. ``""``).
+
+    Matched with ``startswith`` from the newest generation down, because ``"GAUDI2B"`` starts with
+    ``"GAUDI"`` too and variants (B/C/D suffixes) keep appearing.
+    """
+    name = device_name.strip().upper()
+    if name.startswith("GAUDI3"):
+        return 3
+    if name.startswith("GAUDI2"):
+        return 2
+    if name.startswith("GAUDI"):
+        return 1
+    return None
+
+
+def op_list_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The autocast op-list variables to hand to a worker, under the names the bridge reads.
+
+    Paths become absolute so a worker started in another directory still finds the files.
+    """
+    out: dict[str, str] = {}
+    for target, alias in OP_LIST_ALIASES.items():
+        value = environ.get(target) or environ.get(alias)
+        if value:
+            out[target] = os.path.abspath(value)
+    return out
+
+
+def validate_op_list_env(environ: Mapping[str, str] | None = None) -> None:
+    """Fail before any worker starts when an op-list file cannot be used.
+
+    The bridge reads these files once at library load inside each worker; a bad path there would show up
+    as a crash (or a silently ignored list) in every HPU cell instead of one clear message up front.
+    """
+    env = os.environ if environ is None else environ
+    for target, alias in OP_LIST_ALIASES.items():
+        var = target if env.get(target) else alias
+        path = env.get(var)
+        if not path:
+            continue
+        fix = f"point {var} at a text file with one op name per line, or unset it"
+        if not os.path.isfile(path):
+            raise UsageError(f"{var}={path}: op-list file does not exist; {fix}")
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{var}={path}: op-list file is unreadable ({exc}); {fix}") from None
+        if not text.strip():
+            raise UsageError(f"{var}={path}: op-list file is empty; {fix}")
+
+
+@register
+class HPUAccelerator(Accelerator):
+    name = "hpu"
+    dist_backend = "hccl"
+    autocast_device_type = "hpu"
+    auto_priority = 20
+    graph_capture_name = "HPU graphs"
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self._lazy: bool | None = None
+
+    # ---- rules: pure, no torch -------------------------------------------------------------------
+    @classmethod
+    def skip_reason(cls, cell: Cell, device_name: str) -> str | None:
+        """Combinations Gaudi cannot run; an unknown generation (``""``) is never refused on its grounds.
+
+        The base rules are not reused: they refuse lazy mode and fp8, which exist precisely on HPU.
+        Refusing on an unknown name would hide cells that may well run; the live device check
+        (``check_precision``, ``graphed_step``) still catches them in the worker.
+        """
+        gen = gaudi_generation(device_name)
+        first_gen = gen == 1
+        if cell.precision == "fp8" and first_gen:
+            return (
+                f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
+                "first-generation Gaudi"
+            )
+        if cell.precision == "16-mixed" and first_gen:
+            return (
+                f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
+            )
+        if cell.graphs:
+            if cell.mode == "compile":
+                return (
+                    "HPU graphs cannot be combined with torch.compile: HPU graphs for training need lazy "
+                    "mode, torch.compile needs eager mode (PT_HPU_LAZY_MODE=0)"
+                )
+            if cell.mode != "lazy":
+                return (
+                    f"HPU graphs for training (ModuleCacher) need lazy mode; mode {cell.mode} runs with "
+                    "PT_HPU_LAZY_MODE=0, where the graph APIs do not exist"
+                )
+            if first_gen:
+                return (
+                    f"HPU graphs for training are disabled on first-generation Gaudi ({device_name}), "
+                    "as in Habana's Model-References"
+                )
+        return None
+
+    @classmethod
+    def env_before_import(cls, cell: Cell) -> dict[str, str]:
+        """The bridge reads these once at import, so they decide the whole worker process."""
+        env = {LAZY_MODE_ENV: "1" if cell.mode == "lazy" else "0"}
+        env.update(op_list_env(os.environ))
+        return env
+
+    # ---- detection -------------------------------------------------------------------------------
+    @classmethod
+    def is_available(cls) -> bool:
+        """Never raises: a machine without the Habana software simply has no HPU.
+
+        Importing the bridge fixes the execution mode for this process, so callers detect in a
+        throw-away child (see ``hpubench.inventory``).
+        """
+        try:
+            from habana_frameworks.torch import hpu
+
+            return bool(hpu.is_available())
+        except Exception:
+            return False
+
+    @classmethod
+    def device_count(cls) -> int:
+        try:
+            from habana_frameworks.torch import hpu
+        except ImportError:
+            return 0
+        return int(hpu.device_count())
+
+    def device_name(self) -> str:
+        # The contract documents get_device_name() without arguments; all modules in a box are alike.
+        from habana_frameworks.torch import hpu
+
+        return str(hpu.get_device_name())
+
+    # ---- runtime ---------------------------------------------------------------------------------
+    def torch_device(self) -> torch.device:
+        import habana_frameworks.torch.core  # noqa: F401  (registers the "hpu" device type)
+        import torch
+
+        return torch.device("hpu", self.index)
+
+    def setup(self) -> None:
+        """Select the device and read the mode once: the step hooks must not ask the bridge every step."""
+        import habana_frameworks.torch.core as htcore
+        from habana_frameworks.torch import hpu
+
+        self._lazy = bool(htcore.is_lazy())
+        hpu.set_device(self.index)
+
+    def _is_lazy(self) -> bool:
+        if self._lazy is None:
+            import habana_frameworks.torch.core as htcore
+
+            self._lazy = bool(htcore.is_lazy())
+        return self._lazy
+
+    def synchronize(self) -> None:
+        from habana_frameworks.torch import hpu
+
+        hpu.synchronize()
+
+    def memory_stats(self) -> MemoryStats:
+        from habana_frameworks.torch import hpu
+
+        raw = dict(hpu.memory_stats())
+        return MemoryStats(
+            source="hpu.memory_stats",
+            peak_allocated_bytes=raw.get("MaxInUse"),
+            in_use_bytes=raw.get("InUse"),
+            limit_bytes=raw.get("Limit"),
+            num_allocs=raw.get("NumAllocs"),
+            num_frees=raw.get("NumFrees"),
+            raw=raw,
+        )
+
+    def reset_peak_memory_stats(self) -> None:
+        from habana_frameworks.torch import hpu
+
+        hpu.reset_peak_memory_stats()
+
+    def check_precision(self, precision: str) -> None:
+        """The matrix may have planned without knowing the generation; the live device name decides."""
+        if precision not in ("fp8", "16-mixed"):
+            return
+        name = self.device_name()
+        if gaudi_generation(name) == 1:
+            raise CellSkipped(f"{precision} is not available on first-generation Gaudi ({name})")
+
+    def mode_in_force(self, requested: str) -> str:
+        """Read back from the bridge: an inherited PT_HPU_LAZY_MODE or a release default can override us.
+
+        The bridge only knows lazy or not; "compile" is eager mode plus torch.compile, so it is reported
+        as requested when the bridge is eager.
+        """
+        import habana_frameworks.torch.core as htcore
+
+        if htcore.is_lazy():
+            return "lazy"
+        return "compile" if requested == "compile" else "eager"
+
+    def after_backward(self) -> None:
+        """Lazy mode only runs the accumulated graph at ``mark_step``: without it nothing executes."""
+        if self._is_lazy():
+            import habana_frameworks.torch.core as htcore
+
+            htcore.mark_step()
+
+    def after_optimizer_step(self) -> None:
+        if self._is_lazy():
+            import habana_frameworks.torch.core as htcore
+
+            htcore.mark_step()
+
+    def compile_backend(self) -> str:
+        return "hpu_backend"
+
+    def graphed_step(
+        self,
+        make_step: Callable[[torch.nn.Module], StepFn],
+        model: torch.nn.Module,
+        sample_batch: tuple[torch.Tensor, ...],
+    ) -> StepFn:
+        """HPU graphs the way optimum-habana trains with them: ``ModuleCacher`` wraps the model in place.
+
+        Capture happens on the first training forward, i.e. during the worker's warm-up steps, so
+        capture time never leaks into the timed steps. ``sample_batch`` is not needed: the cacher keys
+        graphs on the shapes it sees.
+        """
+        from habana_frameworks.torch import hpu
+
+        cacher_cls = getattr(hpu, "ModuleCacher", None)
+        if cacher_cls is None:
+            raise CellSkipped(
+                "HPU graphs are not available: habana_frameworks.torch.hpu has no ModuleCacher "
+                "(the graph APIs exist only in lazy mode, PT_HPU_LAZY_MODE=1)"
+            )
+        wrapped = cacher_cls(max_graphs=MODULE_CACHER_MAX_GRAPHS)(model=model, inplace=True)
+        return make_step(wrapped if wrapped is not None else model)
+
+    def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
+        """Swap aligned ``nn.Linear`` layers for transformer_engine's, the only fp8 training path on HPU.
+
+        Only modules whose type is exactly ``nn.Linear`` are swapped: subclasses (e.g. the output
+        projection inside ``nn.MultiheadAttention``) are used through their weights by their parents,
+        so a replacement there would silently not run in fp8.
+        """
+        name = self.device_name()
+        if gaudi_generation(name) == 1:
+            raise CellSkipped(f"fp8 training needs Gaudi2 or newer; {name} is a first-generation Gaudi")
+        try:
+            import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+        except ImportError as exc:
+            raise CellSkipped(
+                f"fp8 needs habana_frameworks' transformer_engine, which is missing ({exc})"
+            ) from None
+
+        replaced = _swap_linears(model, te.Linear)
+        if replaced == 0:
+            raise CellSkipped(
+                f"no nn.Linear layer with in/out features that are multiples of {FP8_ALIGNMENT}: "
+                "nothing would run in fp8"
+            )
+        recipe_mod = getattr(te, "recipe", None)
+        delayed_scaling = getattr(recipe_mod, "DelayedScaling", None)
+        fp8_recipe = delayed_scaling() if delayed_scaling is not None else None
+
+        def fp8_context() -> Any:
+            return te.fp8_autocast(enabled=True, fp8_recipe=fp8_recipe)
+
+        return model, fp8_context
+
+    def grad_scaler(self) -> Any | None:
+        """None: hpubench does not scale fp16 losses on HPU; the loss sanity check catches divergence."""
+        return None
+
+    def software_versions(self) -> dict[str, str]:
+        """Versions, with the test double marked so its figures can never pass as real HPU results."""
+        import torch
+
+        versions = {"torch": torch.__version__}
+        try:
+            import habana_frameworks
+            import habana_frameworks.torch as ht
+        except ImportError:
+            versions["habana_frameworks"] = "not installed"
+            return versions
+        version = getattr(ht, "__version__", None)
+        if version is None:
+            from importlib import metadata
+
+            try:
+                version = metadata.version("habana-torch-plugin")
+            except metadata.PackageNotFoundError:
+                version = "unknown"
+        if getattr(habana_frameworks, "__hpubench_test_double__", False):
+            version = f"{version} (test double)"
+        versions["habana_frameworks"] = str(version)
+        return versions
+
+    def env_flags(self) -> dict[str, str]:
+        """Every knob of the bridge and runtime, plus the mode actually in force (defaults moved across
+        releases, so the environment alone does not say which mode ran)."""
+        flags = {k: v for k, v in os.environ.items() if k.startswith(ENV_FLAG_PREFIXES)}
+        try:
+            flags["lazy_mode_in_force"] = str(self._is_lazy())
+        except ImportError:
+            flags["lazy_mode_in_force"] = "unknown"
+        return flags
+
+
+def _swap_linears(module: torch.nn.Module, linear_cls: type[torch.nn.Module]) -> int:
+    """Replace aligned plain ``nn.Linear`` children (recursively) with ``linear_cls``; returns the count."""
+    import torch
+
+    count = 0
+    for child_name, child in list(module.named_children()):
+        if (
+            type(child) is torch.nn.Linear
+            and child.in_features % FP8_ALIGNMENT == 0
+            and child.out_features % FP8_ALIGNMENT == 0
+        ):
+            new = linear_cls(child.in_features, child.out_features, bias=child.bias is not None)
+            new = new.to(device=child.weight.device, dtype=child.weight.dtype)
+            with torch.no_grad():
+                new.weight.copy_(child.weight)
+                if child.bias is not None:
+                    new.bias.copy_(child.bias)
+            new.train(child.training)
+            setattr(module, child_name, new)
+            count += 1
+        else:
+            count += _swap_linears(child, linear_cls)
+    return count

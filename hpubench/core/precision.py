@@ -1,0 +1,88 @@
+"""Precision plugins: how parameters are stored, what autocast runs, and whether gradients are scaled.
+
+Named as Lightning names them ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "fp8") because those are
+the strings Gaudi users already type. Device-specific parts (the fp16 grad scaler, fp8 through HPU's
+transformer engine) are asked of the accelerator, so one plugin serves every device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from hpubench.core.accelerators.base import Accelerator
+
+ContextFactory = Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+@dataclass
+class PreparedPrecision:
+    """What the training step needs from the precision: model, a context per step, a scaler, a cast."""
+
+    model: nn.Module
+    context: ContextFactory
+    scaler: Any | None
+    input_dtype: torch.dtype | None  # floating inputs are cast to this (bf16-true), None keeps them
+    describe: dict[str, str]
+
+
+def _autocast(acc: Accelerator, dtype: torch.dtype) -> ContextFactory:
+    return lambda: torch.autocast(device_type=acc.autocast_device_type, dtype=dtype)
+
+
+def prepare(precision: str, model: nn.Module, acc: Accelerator) -> PreparedPrecision:
+    """Apply ``precision`` to ``model`` on ``acc``; raises CellSkipped where the device can't run it."""
+    acc.check_precision(precision)
+    if precision == "32-true":
+        return PreparedPrecision(
+            model, contextlib.nullcontext, None, None, {"params": "float32", "autocast": "off"}
+        )
+    if precision == "bf16-mixed":
+        return PreparedPrecision(
+            model, _autocast(acc, torch.bfloat16), None, None, {"params": "float32", "autocast": "bfloat16"}
+        )
+    if precision == "16-mixed":
+        scaler = acc.grad_scaler()
+        return PreparedPrecision(
+            model,
+            _autocast(acc, torch.float16),
+            scaler,
+            None,
+            {"params": "float32", "autocast": "float16", "grad_scaler": "on" if scaler else "off"},
+        )
+    if precision == "bf16-true":
+        return PreparedPrecision(
+            model.to(torch.bfloat16),
+            contextlib.nullcontext,
+            None,
+            torch.bfloat16,
+            {"params": "bfloat16", "autocast": "off"},
+        )
+    if precision == "fp8":
+        fp8_model, fp8_context = acc.prepare_fp8(model)
+        bf16 = _autocast(acc, torch.bfloat16)
+
+        @contextlib.contextmanager
+        def both() -> Any:
+            with bf16(), fp8_context():
+                yield
+
+        return PreparedPrecision(
+            fp8_model,
+            both,
+            None,
+            None,
+            {"params": "float32", "autocast": "bfloat16", "fp8": "transformer_engine"},
+        )
+    raise ValueError(f"unknown precision {precision!r}")
+
+
+def cast_batch(batch: tuple[torch.Tensor, ...], dtype: torch.dtype | None) -> tuple[torch.Tensor, ...]:
+    if dtype is None:
+        return batch
+    return tuple(t.to(dtype) if t.is_floating_point() else t for t in batch)

@@ -1,0 +1,19 @@
+"""What this machine has. Run in a throw-away child: it imports device frameworks, which fix modes."""
+
+from __future__ import annotations
+
+from hpubench.core import accelerators
+from hpubench.inventory import DeviceInfo, Inventory
+
+
+def detect() -> Inventory:
+    found = []
+    for name in accelerators.names():
+        cls = accelerators.get(name)
+        try:
+            count = cls.device_count() if cls.is_available() else 0
+            device_name = cls(0).device_name() if count else ""
+        except Exception:  # a broken driver means "not usable here", never a crash of the harness
+            count, device_name = 0, ""
+        found.append(DeviceInfo(name, count, device_name))
+    return Inventory(tuple(found))

@@ -1,0 +1,615 @@
+"""The launcher: every cell in its own process, so a crash, a hang or a leaked device costs one cell.
+
+Isolation is what makes a several-hundred-cell matrix finish: a segfault in a kernel, a hung collective
+or a cell that never releases device memory is recorded as that cell's failure and the run goes on. Its
+price is a process per cell, kept small by forking from pre-warmed zygotes (``hpubench.zygote``) that
+imported torch once; ``isolation="spawn"`` pays for a fresh interpreter per cell instead, for stacks
+where forking after ``import torch`` is unsafe.
+
+The store gets every record the moment it exists, each as one atomic line, so a run killed at any point
+resumes with exactly the missing cells.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpubench import zygote as zy
+from hpubench.cell import Cell, PlannedCell
+from hpubench.errors import UsageError
+from hpubench.inventory import Inventory
+from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from hpubench.store import ResultStore, utc_now_iso
+
+ISOLATIONS = ("fork", "spawn")
+TAIL_LINES = 40
+ZYGOTE_START_TIMEOUT_S = 300.0  # importing torch (and a device bridge) on a cold, networked filesystem
+DETECT_TIMEOUT_S = 300.0
+# How long past a cell's own timeout the zygote may take to answer before it is declared wedged.
+ZYGOTE_REPLY_SLACK_S = 30.0
+MULTI_PROCESS_REASON = "multi-process cells need the DDP strategy (coming in the distributed issue)"
+
+EnvSignature = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Event:
+    """Progress of a run, for a progress bar: ``index`` is the 1-based position in the plan."""
+
+    kind: str  # "started" | "finished" | "skipped" | "kept" (resumed: an earlier record is kept)
+    index: int
+    total: int
+    key: str
+    status: str | None = None
+    wall_s: float | None = None
+    reason: str | None = None
+    dispatch_s: float | None = None  # request sent -> run_cell entered in the child: our fixed cost
+
+
+class _ZygoteDied(Exception):
+    """The zygote process ended or stopped answering; the message says how."""
+
+
+class _ZygoteStartFailed(Exception):
+    """A zygote could not get ready for a reason that is not the user's input."""
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _tail(path: Path | str, lines: int = TAIL_LINES) -> str | None:
+    """The last lines of a log, read from its end: logs of a chatty cell can be large."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read()
+    except OSError:
+        return None
+    text = data.decode(errors="replace").rstrip("\n")
+    return "\n".join(text.splitlines()[-lines:]) or None
+
+
+def _usage_line(stderr_text: str | None) -> str | None:
+    for line in reversed((stderr_text or "").splitlines()):
+        if line.startswith(zy.USAGE_ERROR_PREFIX):
+            return line[len(zy.USAGE_ERROR_PREFIX) :]
+    return None
+
+
+def _child_env(base: dict[str, str], signature: EnvSignature) -> dict[str, str]:
+    env = dict(base)
+    env.update(signature)
+    # The children must run this very hpubench (and its workloads), installed or not.
+    root = str(Path(__file__).resolve().parent.parent)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    return env
+
+
+def _failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
+    return CellResult(cell, STATUS_FAILED, reason=reason, traceback_tail=tail, **kw)
+
+
+class _Zygote:
+    """The launcher's end of one zygote process."""
+
+    def __init__(self, python: str, files: list[str], env: dict[str, str], stderr_path: Path) -> None:
+        self.stderr_path = stderr_path
+        self.child_pid: int | None = None  # the cell child currently running, once announced
+        args = [python, "-m", "hpubench.zygote"]
+        for f in files:
+            args += ["--workloads-from", f]
+        t0 = time.perf_counter()
+        with open(stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                bufsize=0,
+                # Own session: a terminal's Ctrl-C reaches only the launcher, which then stops the
+                # zygotes deliberately instead of having them die mid-reply.
+                start_new_session=True,
+            )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.channel = zy.LineChannel(self.proc.stdout.fileno())
+        try:
+            ready = self._read(ZYGOTE_START_TIMEOUT_S, starting=True)
+        except BaseException:  # a Ctrl-C during the warm-up included: never leave it running
+            self.kill()
+            raise
+        if not ready.get("ready"):
+            self.kill()
+            msg = str(ready.get("error") or "unknown error")
+            if ready.get("usage"):
+                raise UsageError(msg)
+            raise _ZygoteStartFailed(f"{msg} (see {self.stderr_tail_line()})")
+        self.start_s = time.perf_counter() - t0
+        self.import_s = float(ready.get("import_s") or 0.0)
+        self.catalog: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in ready["workloads"].items()}
+
+    def stderr_tail(self) -> str | None:
+        return _tail(self.stderr_path)
+
+    def stderr_tail_line(self) -> str:
+        tail = self.stderr_tail()
+        return tail.splitlines()[-1] if tail else "no output on stderr"
+
+    def _ended_how(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "stopped responding"
+        if code < 0:
+            return f"killed by {_signal_name(-code)}"
+        return f"exited with code {code}"
+
+    def _read(self, timeout_s: float, starting: bool = False) -> dict[str, Any]:
+        try:
+            line = self.channel.read_line(timeout_s)
+        except TimeoutError:
+            self.kill()
+            raise (_ZygoteStartFailed if starting else _ZygoteDied)(
+                f"no answer within {timeout_s:g} s"
+            ) from None
+        if line is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            usage = _usage_line(self.stderr_tail())
+            if starting and usage:
+                raise UsageError(usage)
+            how = self._ended_how()
+            if starting:
+                raise _ZygoteStartFailed(f"worker pool process {how}: {self.stderr_tail_line()}")
+            raise _ZygoteDied(how)
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise _ZygoteDied(f"sent a malformed reply {line[:200]!r}") from None
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and wait for its final reply (a status or an error)."""
+        self.child_pid = None
+        try:
+            zy.send(self.proc.stdin.fileno(), msg)  # type: ignore[union-attr]
+        except OSError:
+            raise _ZygoteDied(self._ended_how()) from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            reply = self._read(max(0.0, deadline - time.monotonic()))
+            if "forked" in reply:
+                self.child_pid = int(reply["forked"])
+                continue
+            self.child_pid = None
+            return reply
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Ask politely (the zygote kills a running child on end of input), then insist."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                zy.send(self.proc.stdin.fileno(), {"op": "exit"})  # type: ignore[union-attr]
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=timeout_s)
+        if self.proc.returncode == 0:
+            self.child_pid = None  # it killed and reaped its child itself; that pid may be reused now
+        self.kill()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        if self.child_pid is not None:  # the zygote can no longer clean up after its child
+            zy.killpg(self.child_pid, signal.SIGKILL)
+            self.child_pid = None
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(Exception):
+                stream.close()  # type: ignore[union-attr]
+
+
+class Launcher:
+    """Runs cells in isolated processes; owns the zygote pool. Use as a context manager.
+
+    ``base_env`` is the whole environment workers start from (default: this process's); each cell's
+    ``env_before_import`` variables are added on top, one zygote per distinct set.
+    """
+
+    def __init__(
+        self,
+        workload_files: list[str] | None = None,
+        isolation: str = "fork",
+        base_env: dict[str, str] | None = None,
+        python: str | None = None,
+    ) -> None:
+        if isolation not in ISOLATIONS:
+            raise UsageError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
+        if isolation == "fork" and not hasattr(os, "fork"):
+            isolation = "spawn"
+        self.workload_files = [str(f) for f in workload_files or []]
+        self.isolation = isolation
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.python = python or sys.executable
+        self._tmp = Path(tempfile.mkdtemp(prefix="hpubench-launch-"))
+        self._zygotes: dict[EnvSignature, _Zygote] = {}
+        self._broken: dict[EnvSignature, str] = {}  # signature -> why its zygote cannot start
+        self._spawned: subprocess.Popen[bytes] | None = None
+        self._seq = 0
+        self.zygote_start_s: list[float] = []  # one entry per zygote started: the warm-up we pay
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every zygote and forget the scratch files (records are already in the store)."""
+        zygotes, self._zygotes = list(self._zygotes.values()), {}
+        for z in zygotes:
+            z.close()
+        if self._spawned is not None:
+            self._kill_spawned()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _abort(self) -> None:
+        """Interrupted: stop running children now, without waiting for them to finish their cell."""
+        zygotes, self._zygotes = list(self._zygotes.values()), {}
+        for z in zygotes:
+            z.close(timeout_s=1.0)
+        if self._spawned is not None:
+            self._kill_spawned()
+
+    # ---- zygotes ------------------------------------------------------------------------------------
+    def _signature(self, cell: Cell) -> EnvSignature:
+        from hpubench.core import accelerators
+
+        return tuple(sorted(accelerators.get(cell.accelerator).env_before_import(cell).items()))
+
+    def _next_path(self, stem: str) -> Path:
+        self._seq += 1
+        return self._tmp / f"{self._seq:05d}-{stem}"
+
+    def _zygote(self, signature: EnvSignature) -> _Zygote:
+        z = self._zygotes.get(signature)
+        if z is not None and z.proc.poll() is None:
+            return z
+        if z is not None:  # died between cells: start a fresh one
+            z.kill()
+            del self._zygotes[signature]
+        env = _child_env(self.base_env, signature)
+        z = _Zygote(self.python, self.workload_files, env, self._next_path("zygote.stderr"))
+        self.zygote_start_s.append(z.start_s)
+        self._zygotes[signature] = z
+        return z
+
+    def _drop(self, signature: EnvSignature) -> None:
+        z = self._zygotes.pop(signature, None)
+        if z is not None:
+            z.kill()
+
+    # ---- detection ----------------------------------------------------------------------------------
+    def detect(self) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
+        """What devices this machine has and which workloads are registered, learnt in a child.
+
+        Detection imports the device frameworks, which fixes their modes for the whole process, so it
+        runs in a throw-away child and never in the launcher or a zygote.
+        """
+        out = self._next_path("detect.json")
+        log = self._next_path("detect.log")
+        if self.isolation == "spawn":
+            return self._detect_spawned(out, log)
+        try:
+            z = self._zygote(())
+        except _ZygoteStartFailed as exc:
+            raise UsageError(f"cannot start the hpubench worker process: {exc}") from None
+        try:
+            reply = z.request(
+                {"op": "detect", "out": str(out), "log": str(log), "timeout_s": DETECT_TIMEOUT_S},
+                DETECT_TIMEOUT_S + ZYGOTE_REPLY_SLACK_S,
+            )
+        except _ZygoteDied as exc:
+            self._drop(())
+            raise UsageError(f"accelerator detection failed: the worker process died ({exc})") from None
+        data = self._read_out(out)
+        if data is None or "inventory" not in data:
+            raise UsageError(
+                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
+                f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
+            )
+        return Inventory.from_dict(data["inventory"]), dict(z.catalog)
+
+    def _detect_spawned(self, out: Path, log: Path) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
+        args = [self.python, "-m", "hpubench.zygote", "--detect", str(out)]
+        for f in self.workload_files:
+            args += ["--workloads-from", f]
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                env=_child_env(self.base_env, ()),
+                start_new_session=True,
+            )
+        self._spawned = proc
+        reply = self._wait_spawned(proc, DETECT_TIMEOUT_S, log)
+        self._spawned = None
+        usage = _usage_line(_tail(log))
+        if usage:
+            raise UsageError(usage)
+        data = self._read_out(out)
+        if data is None or "inventory" not in data:
+            raise UsageError(
+                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
+                f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
+            )
+        catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
+        return Inventory.from_dict(data["inventory"]), catalog
+
+    # ---- running ------------------------------------------------------------------------------------
+    def run(
+        self,
+        planned: list[PlannedCell],
+        store: ResultStore,
+        timeout_s: float,
+        resume: bool = False,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> list[CellResult]:
+        """Run the plan in order, appending each record to ``store`` as soon as it exists.
+
+        With ``resume`` a cell whose key already has an ok or failed record is not run again (its record
+        is returned as is); skipped cells are always re-derived from the plan. On KeyboardInterrupt the
+        running child and the zygotes are killed and the interrupt propagates; the store then holds
+        only complete records, so a resume continues where it stopped.
+        """
+        if timeout_s <= 0:
+            raise UsageError(f"timeout must be positive, got {timeout_s}")
+        emit = on_event or (lambda _e: None)
+        existing = {r.key: r for r in store.load()} if resume else {}
+        total = len(planned)
+        results: list[CellResult] = []
+        try:
+            for index, pc in enumerate(planned, start=1):
+                cell = pc.cell
+                key = cell.key
+                previous = existing.get(key)
+                if not pc.runnable:
+                    result = CellResult(cell, STATUS_SKIPPED, reason=pc.skip_reason)
+                    if previous != result:  # a resumed run need not repeat an identical skip
+                        store.append(result)
+                    emit(Event("skipped", index, total, key, STATUS_SKIPPED, reason=result.reason))
+                elif previous is not None and previous.status in (STATUS_OK, STATUS_FAILED):
+                    result = previous
+                    emit(Event("kept", index, total, key, previous.status, previous.wall_s, previous.reason))
+                elif cell.world_size > 1:
+                    result = self._multi_process_cell(cell)
+                    if previous != result:
+                        store.append(result)
+                    kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
+                    emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
+                else:
+                    emit(Event("started", index, total, key))
+                    result, dispatch_s = self._single_process_cell(cell, store.log_path(key), timeout_s)
+                    store.append(result)
+                    emit(
+                        Event(
+                            "finished",
+                            index,
+                            total,
+                            key,
+                            result.status,
+                            result.wall_s,
+                            result.reason,
+                            dispatch_s,
+                        )
+                    )
+                results.append(result)
+        except BaseException:
+            self._abort()
+            raise
+        return results
+
+    def _multi_process_cell(self, cell: Cell) -> CellResult:
+        """Cells spanning several processes (devices x nodes > 1).
+
+        The seam for the distributed launch: these will go through torch.distributed's elastic launcher
+        with one rank per device; until the DDP strategy exists they are recorded as skipped.
+        """
+        return CellResult(cell, STATUS_SKIPPED, reason=MULTI_PROCESS_REASON)
+
+    def _single_process_cell(
+        self, cell: Cell, log: Path, timeout_s: float
+    ) -> tuple[CellResult, float | None]:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            signature = self._signature(cell)
+        except KeyError as exc:
+            return _failed(cell, str(exc.args[0]) if exc.args else str(exc)), None
+        out = self._next_path("result.json")
+        started_at = utc_now_iso()
+        if self.isolation == "spawn":
+            sent = time.time()
+            reply = self._run_spawned(cell, signature, out, log, timeout_s, sent)
+        else:
+            if signature in self._broken:
+                return _failed(cell, self._broken[signature], started_at=started_at), None
+            try:
+                z = self._zygote(signature)
+            except _ZygoteStartFailed as exc:
+                self._broken[signature] = f"the pre-warmed worker process could not start: {exc}"
+                return _failed(cell, self._broken[signature], started_at=started_at), None
+            sent = time.time()
+            request = {
+                "op": "run",
+                "cell": cell.to_dict(),
+                "out": str(out),
+                "log": str(log),
+                "timeout_s": timeout_s,
+                "dispatched_at": sent,
+            }
+            try:
+                reply = z.request(request, timeout_s + zy.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
+            except _ZygoteDied as exc:
+                zygote_tail = z.stderr_tail()
+                self._drop(signature)
+                return _failed(
+                    cell,
+                    f"the pre-warmed worker process died while running this cell ({exc}); "
+                    "it was restarted for the next cell",
+                    _tail(log) or zygote_tail,
+                    started_at=started_at,
+                    wall_s=time.time() - sent,
+                ), None
+        return self._collect(cell, reply, out, log, timeout_s, started_at, sent)
+
+    def _run_spawned(
+        self, cell: Cell, signature: EnvSignature, out: Path, log: Path, timeout_s: float, sent: float
+    ) -> dict[str, Any]:
+        args = [
+            self.python,
+            "-m",
+            "hpubench.zygote",
+            "--once",
+            json.dumps(cell.to_dict()),
+            str(out),
+            str(log),
+            "--dispatched-at",
+            repr(sent),
+        ]
+        for f in self.workload_files:
+            args += ["--workloads-from", f]
+        ready_r, ready_w = os.pipe()
+        args += ["--ready-fd", str(ready_w)]
+        try:
+            with open(log, "wb") as logf:  # interpreter start-up errors land in the log too
+                self._spawned = subprocess.Popen(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=logf,
+                    env=_child_env(self.base_env, signature),
+                    start_new_session=True,
+                    pass_fds=(ready_w,),
+                )
+        finally:
+            os.close(ready_w)
+        try:
+            return self._wait_spawned(self._spawned, timeout_s, log, ready_r)
+        finally:
+            os.close(ready_r)
+            self._spawned = None
+
+    def _wait_spawned(
+        self, proc: subprocess.Popen[bytes], timeout_s: float, log: Path, ready_fd: int | None = None
+    ) -> dict[str, Any]:
+        """Wait for a spawned child; with ``ready_fd`` the timeout starts once its imports are done.
+
+        The same wait as the zygote's (timeout on the whole process group, leftovers killed), so both
+        isolation modes report the same statuses.
+        """
+        if ready_fd is not None:
+            ready, _, _ = select.select([ready_fd], [], [], ZYGOTE_START_TIMEOUT_S)
+            # Nothing in time: the imports hang, so the cell's budget is spent. Empty read: it exited
+            # before getting ready, and the wait below sees how.
+            if not ready:
+                timeout_s = 0.0
+            else:
+                os.read(ready_fd, 1)
+        reply = zy.wait_child(proc.pid, timeout_s, str(log), None)
+        assert reply is not None  # only a control channel can end the wait early
+        # We reaped it ourselves; tell Popen so it neither waits again nor warns.
+        proc.returncode = -reply["signal"] if reply["signal"] else reply["exitcode"]
+        return reply
+
+    def _kill_spawned(self) -> None:
+        proc, self._spawned = self._spawned, None
+        if proc is not None:
+            zy.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+    # ---- results ------------------------------------------------------------------------------------
+    @staticmethod
+    def _read_out(out: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(out.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            return {"unreadable": f"{type(exc).__name__}: {exc}"}
+        finally:
+            with contextlib.suppress(OSError):
+                out.unlink()
+        return data if isinstance(data, dict) else {"unreadable": "not a JSON object"}
+
+    @staticmethod
+    def _why_no_result(reply: dict[str, Any], timeout_s: float | None = None) -> str:
+        if "error" in reply:
+            return f"internal error in the worker pool: {reply['error']}"
+        status = reply.get("status")
+        if status == "timeout":
+            return f"timed out after {timeout_s:g} s" if timeout_s is not None else "timed out"
+        if status == "signaled":
+            return f"crashed with signal {_signal_name(int(reply['signal']))}"
+        return f"worker exited with code {reply.get('exitcode')} without writing a result"
+
+    @staticmethod
+    def _last_line(log: Path) -> str:
+        tail = _tail(log, 1)
+        return tail.strip() if tail else "(empty)"
+
+    def _collect(
+        self,
+        cell: Cell,
+        reply: dict[str, Any],
+        out: Path,
+        log: Path,
+        timeout_s: float,
+        started_at: str,
+        sent: float,
+    ) -> tuple[CellResult, float | None]:
+        data = self._read_out(out)
+        wall_s = reply.get("wall_s")
+        if data is not None and "result" in data:
+            # A result on disk wins even over a timeout: the child finished right at the deadline.
+            try:
+                result = CellResult.from_dict(data["result"])
+            except (KeyError, TypeError, ValueError) as exc:
+                return _failed(
+                    cell,
+                    f"the worker wrote an unreadable result ({exc})",
+                    _tail(log),
+                    started_at=started_at,
+                    wall_s=wall_s,
+                ), None
+            child_started = data.get("child_started_at")
+            return result, (child_started - sent) if isinstance(child_started, (int, float)) else None
+        if data is not None and "unreadable" in data:
+            reason = f"the worker wrote an unreadable result ({data['unreadable']})"
+        else:
+            reason = self._why_no_result(reply, timeout_s)
+        return _failed(cell, reason, _tail(log), started_at=started_at, wall_s=wall_s), None

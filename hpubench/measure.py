@@ -1,0 +1,67 @@
+"""Timing of training steps: warm-up kept apart, every measured step bracketed by device syncs.
+
+Per-step synchronisation costs a little throughput on asynchronous devices but makes each step time a
+real duration rather than a launch time; the per-step samples are what the statistics and the gate use.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+TIMING_METHOD = (
+    "time.perf_counter around each step, device synchronised before and after; "
+    "warm-up steps (first step includes compile/graph capture) timed separately and excluded"
+)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    warmup_s: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    loss_first: float
+    loss_last: float
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss left the finite range: the measured figures would describe a broken run."""
+
+
+def measure_steps(
+    step: Callable[[tuple[torch.Tensor, ...]], torch.Tensor],
+    batches: Sequence[tuple[torch.Tensor, ...]],
+    synchronize: Callable[[], None],
+    warmup_steps: int,
+    steps: int,
+    on_warmup_done: Callable[[], None] | None = None,
+) -> StepTimes:
+    warmup: list[float] = []
+    measured: list[float] = []
+    losses: list[torch.Tensor] = []
+    synchronize()
+    for i in range(warmup_steps):
+        t0 = time.perf_counter()
+        loss = step(batches[i % len(batches)])
+        synchronize()
+        warmup.append(time.perf_counter() - t0)
+        if i == 0:
+            loss_first = float(loss)
+    if on_warmup_done is not None:
+        on_warmup_done()
+    synchronize()
+    for i in range(steps):
+        t0 = time.perf_counter()
+        loss = step(batches[(warmup_steps + i) % len(batches)])
+        synchronize()
+        measured.append(time.perf_counter() - t0)
+        losses.append(loss.detach().clone())  # the step may reuse its output buffer (graph replay)
+    values = [float(x) for x in losses]
+    bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    if not math.isfinite(loss_first) or bad is not None:
+        where = "the first step" if not math.isfinite(loss_first) else f"measured step {bad}"
+        raise NonFiniteLoss(f"loss became non-finite at {where} (precision or learning-rate problem)")
+    return StepTimes(tuple(warmup), tuple(measured), loss_first, values[-1])

@@ -1,0 +1,236 @@
+"""Runs one cell in the current process and returns its record. Never raises for a cell's own problems.
+
+The launcher calls this in an isolated child whose environment already holds what must be set before
+device frameworks are imported. Everything here goes through the core's interfaces (accelerator,
+strategy, precision, mode) so the same code serves CPU, CUDA and HPU, one device or many.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+import traceback
+from typing import Any
+
+from hpubench.cell import Cell
+from hpubench.errors import CellSkipped
+from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult, Metrics
+
+TRACEBACK_LINES = 40
+N_BATCHES = 4  # distinct synthetic batches cycled through, so no step sees the same data twice in a row
+SEED = 1234
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return " ".join(text.split())[:500]
+
+
+def run_cell(cell: Cell, dispatched_at: float | None = None) -> CellResult:
+    """Run ``cell``; ``dispatched_at`` (time.time() when the launcher sent it) measures fixed cost."""
+    started_at = _utc_now()
+    t0 = time.perf_counter()
+    runtime: dict[str, Any] = {}
+    try:
+        return _run(cell, runtime, started_at, t0, dispatched_at)
+    except CellSkipped as exc:
+        return CellResult(
+            cell,
+            STATUS_SKIPPED,
+            reason=str(exc),
+            runtime=runtime,
+            started_at=started_at,
+            wall_s=time.perf_counter() - t0,
+        )
+    except Exception as exc:
+        tail = "".join(traceback.format_exception(exc)).splitlines()[-TRACEBACK_LINES:]
+        return CellResult(
+            cell,
+            STATUS_FAILED,
+            reason=_one_line(exc),
+            traceback_tail="\n".join(tail),
+            runtime=runtime,
+            started_at=started_at,
+            wall_s=time.perf_counter() - t0,
+        )
+
+
+def _run(
+    cell: Cell, runtime: dict[str, Any], started_at: str, t0: float, dispatched_at: float | None
+) -> CellResult:
+    import torch
+
+    import workloads
+    from hpubench import peaks, stats
+    from hpubench.core import accelerators, precision
+    from hpubench.core.accelerators.base import StepFn
+    from hpubench.core.strategies import SingleDevice
+    from hpubench.measure import TIMING_METHOD, measure_steps
+    from workloads.flops import count_flops
+
+    acc_cls = accelerators.get(cell.accelerator)
+    if cell.world_size > 1:
+        raise CellSkipped("multi-process cells need the DDP strategy (coming in the distributed issue)")
+    if not acc_cls.is_available():
+        raise CellSkipped(f"no {cell.accelerator} device is available in this process")
+    index = cell.device_ids[0] if cell.device_ids else 0
+    acc = acc_cls(index)
+    # The matrix already applied these rules; a cell handed straight to the worker must obey them too,
+    # or a "lazy" CPU cell would run eager under the wrong label.
+    reason = acc_cls.skip_reason(cell, acc.device_name())
+    if reason:
+        raise CellSkipped(reason)
+    strategy = SingleDevice()
+    strategy.setup(acc)
+    device = acc.torch_device()
+    runtime.update(
+        accelerator=acc.name,
+        device_name=acc.device_name(),
+        device_index=index,
+        strategy=strategy.name,
+        world_size=strategy.world_size,
+        software=acc.software_versions(),
+    )
+
+    workload = workloads.get(cell.workload)
+    if cell.size not in workload.sizes:
+        raise ValueError(f"workload {cell.workload!r} has no size {cell.size!r}")
+    batch_size = cell.batch_size or workload.sizes[cell.size].batch_size
+    runtime["batch_size"] = batch_size
+
+    torch.manual_seed(SEED)
+    model = workload.build_model(cell.size).to(device)
+    prepared = precision.prepare(cell.precision, model, acc)
+    model = strategy.wrap_model(prepared.model)
+    model.train()
+    runtime["precision"] = prepared.describe
+
+    generator = torch.Generator(device=device)
+    generator.manual_seed(SEED)
+    batches = [
+        precision.cast_batch(
+            workload.make_batch(cell.size, batch_size, device, generator), prepared.input_dtype
+        )
+        for _ in range(N_BATCHES)
+    ]
+
+    capturable = cell.graphs and cell.accelerator == "cuda"
+    params = [p for p in model.parameters() if p.requires_grad]
+    if workload.optimizer == "sgd":
+        optimizer: torch.optim.Optimizer = torch.optim.SGD(params, lr=workload.lr, momentum=0.9)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=workload.lr, capturable=capturable)
+
+    runtime["mode_requested"] = cell.mode
+    in_force = acc.mode_in_force(cell.mode)
+    runtime["mode_in_force"] = in_force
+    if in_force != cell.mode:
+        raise RuntimeError(
+            f"requested mode {cell.mode!r} but the device runs {in_force!r}; check PT_HPU_LAZY_MODE"
+        )
+    forward_model = model
+    if cell.mode == "compile":
+        options = acc.compile_options(cell.graphs)
+        runtime["compile"] = {k: str(v) for k, v in options.items()}
+        forward_model = torch.compile(model, **options)
+
+    scaler = prepared.scaler
+
+    def make_step(net: torch.nn.Module) -> StepFn:
+        def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            optimizer.zero_grad(set_to_none=True)
+            with prepared.context():
+                loss = workload.loss(net, batch)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            acc.after_backward()
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            acc.after_optimizer_step()
+            return loss.detach()
+
+        return step
+
+    if cell.graphs and cell.mode != "compile":
+        step = acc.graphed_step(make_step, forward_model, batches[0])
+        runtime["graphs"] = acc.graph_capture_name
+    else:
+        step = make_step(forward_model)
+        if cell.graphs:
+            runtime["graphs"] = f"{acc.graph_capture_name} (inside torch.compile)"
+
+    t_flops = time.perf_counter()
+    flops_per_step = count_flops(workload, cell.size, batch_size)
+    runtime["flops_count_s"] = time.perf_counter() - t_flops
+
+    setup_s = time.perf_counter() - t0
+    runtime["setup_s"] = setup_s
+    if dispatched_at is not None:
+        runtime["dispatch_to_first_step_s"] = time.time() - dispatched_at
+    times = measure_steps(
+        step,
+        batches,
+        acc.synchronize,
+        cell.warmup_steps,
+        cell.steps,
+        on_warmup_done=acc.reset_peak_memory_stats,
+    )
+    memory = acc.memory_stats()
+    runtime["timing"] = TIMING_METHOD
+    runtime["env_flags"] = acc.env_flags()
+
+    samples_per_step = batch_size * strategy.world_size
+    tokens_per_sample = workload.tokens_per_sample(cell.size)
+    tokens_per_step = samples_per_step * tokens_per_sample if tokens_per_sample else None
+    desc = stats.describe(times.measured_s)
+    sps = stats.throughput(times.measured_s, samples_per_step)
+    tps = stats.throughput(times.measured_s, tokens_per_step) if tokens_per_step else None
+    global_flops = flops_per_step * strategy.world_size if flops_per_step else None
+    achieved = global_flops * len(times.measured_s) / sum(times.measured_s) / 1e12 if global_flops else None
+    peak = peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32())
+    metrics = Metrics(
+        measured_steps=len(times.measured_s),
+        warmup_steps=len(times.warmup_s),
+        samples_per_step=samples_per_step,
+        tokens_per_step=tokens_per_step,
+        samples_per_s=sps.value,
+        samples_per_s_ci=(sps.lo, sps.hi),
+        tokens_per_s=tps.value if tps else None,
+        tokens_per_s_ci=(tps.lo, tps.hi) if tps else None,
+        confidence=sps.confidence,
+        step_time_mean_s=desc.mean,
+        step_time_std_s=desc.std,
+        step_time_p50_s=desc.p50,
+        step_time_p90_s=desc.p90,
+        step_time_p99_s=desc.p99,
+        first_step_s=times.warmup_s[0],
+        warmup_total_s=sum(times.warmup_s),
+        loss_first=times.loss_first,
+        loss_last=times.loss_last,
+        flops_per_step=global_flops,
+        achieved_tflops=achieved,
+        peak_tflops=peak.tflops if peak else None,
+        peak_source=peak.source if peak else None,
+        mfu=peaks.mfu(achieved, peak, strategy.world_size) if (peak and achieved) else None,
+    )
+    strategy.teardown()
+    return CellResult(
+        cell,
+        STATUS_OK,
+        metrics=metrics,
+        memory=memory,
+        runtime=runtime,
+        step_times_s=times.measured_s,
+        warmup_times_s=times.warmup_s,
+        started_at=started_at,
+        wall_s=time.perf_counter() - t0,
+    )

@@ -1,0 +1,49 @@
+"""Double of ``habana_frameworks.torch.core``: the execution mode, ``mark_step``, device registration
+and the ``"hpu_backend"`` of torch.compile (which runs the captured graph as traced).
+
+``PT_HPU_LAZY_MODE`` is read once, here, at import, like the bridge: ``"0"`` is eager (and
+torch.compile), anything else, unset included, is lazy (the 1.19 default). Changing the variable later
+has no effect in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from habana_frameworks._double import CALLS, MEMORY, provide_compile_backend, record
+
+__all__ = ["CALLS", "is_lazy", "mark_step"]
+
+_LAZY_MODE_RAW = os.environ.get("PT_HPU_LAZY_MODE")
+_LAZY = _LAZY_MODE_RAW != "0"
+
+
+def is_lazy() -> bool:
+    record("core.is_lazy", str(_LAZY))
+    return _LAZY
+
+
+def mark_step(device_str: str = "", sync: bool = False) -> None:
+    """In lazy mode the real call runs the accumulated graph; here ops already ran eagerly on the host."""
+    record("core.mark_step", "lazy" if _LAZY else "eager (no-op)")
+    if _LAZY:
+        MEMORY.sample()
+
+
+def _register_torch_hpu() -> None:
+    import torch
+
+    from habana_frameworks.torch import hpu
+
+    try:
+        torch._register_device_module("hpu", hpu)
+    except RuntimeError:
+        # Already registered by an earlier import of the double (tests re-import it per mode).
+        torch.hpu = hpu
+        sys.modules["torch.hpu"] = hpu
+
+
+record("core.import", f"PT_HPU_LAZY_MODE={_LAZY_MODE_RAW} lazy={_LAZY}")
+_register_torch_hpu()
+provide_compile_backend()

@@ -1,0 +1,1 @@
+"""Double of ``habana_frameworks.torch.distributed``."""

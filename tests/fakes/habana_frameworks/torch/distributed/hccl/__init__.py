@@ -1,0 +1,45 @@
+"""Double of ``habana_frameworks.torch.distributed.hccl``: the ``"hccl"`` process-group backend.
+
+The real HCCL backend is C++ code talking to Gaudi's network engines. The double registers a backend
+named ``"hccl"`` whose every instance is a ``ProcessGroupGloo`` on host tensors, so
+``init_process_group(backend="hccl")`` forms a real process group and collectives really run, over gloo.
+Like the real module, importing it maps Open MPI's rank variables to torch.distributed's when those are
+unset and gives MASTER_ADDR / MASTER_PORT defaults, so both torchrun and mpirun launches work.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import torch.distributed as dist
+
+import habana_frameworks.torch.core  # noqa: F401  (the backend lives in the bridge, which this loads)
+from habana_frameworks._double import record
+
+_OMPI_TO_TORCH = (
+    ("OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"),
+    ("OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"),
+    ("OMPI_COMM_WORLD_RANK", "RANK"),
+)
+
+
+def _map_launcher_env() -> None:
+    for src, dst in _OMPI_TO_TORCH:
+        if dst not in os.environ and src in os.environ:
+            os.environ[dst] = os.environ[src]
+    os.environ.setdefault("MASTER_ADDR", "localhost")
+    os.environ.setdefault("MASTER_PORT", "12345")
+
+
+def _create_backend(
+    store: dist.Store, rank: int, world_size: int, timeout: datetime.timedelta
+) -> dist.ProcessGroup:
+    record("hccl.create_backend", f"rank={rank} world_size={world_size} (gloo underneath)")
+    return dist.ProcessGroupGloo(store, rank, world_size, timeout)
+
+
+_map_launcher_env()
+# Host tensors only: the double's "HPU" tensors live on the CPU, so the backend serves the cpu device.
+dist.Backend.register_backend("hccl", _create_backend, devices=["cpu"])
+record("hccl.import", "backend hccl registered (gloo underneath)")

@@ -1,0 +1,78 @@
+"""Every precision and mode through the real worker on CPU: real training steps, real measurements."""
+
+import math
+
+import pytest
+
+from hpubench.cell import Cell
+from hpubench.worker import run_cell
+
+
+def _ok(cell: Cell):
+    r = run_cell(cell)
+    assert r.status == "ok", (r.reason, r.traceback_tail)
+    return r
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed", "16-mixed", "bf16-true"])
+def test_each_precision_trains_on_cpu(precision):
+    r = _ok(Cell("mlp", precision=precision, steps=5, warmup_steps=2))
+    m = r.metrics
+    assert len(r.step_times_s) == 5 and len(r.warmup_times_s) == 2
+    assert m.measured_steps == 5 and m.warmup_steps == 2
+    assert math.isfinite(m.loss_first) and math.isfinite(m.loss_last)
+    assert m.samples_per_s_ci[0] <= m.samples_per_s <= m.samples_per_s_ci[1]
+    # throughput is the ratio of totals over the measured steps only
+    assert m.samples_per_s == pytest.approx(m.samples_per_step * 5 / sum(r.step_times_s))
+    assert r.runtime["precision"]["params"] == ("bfloat16" if precision == "bf16-true" else "float32")
+    assert r.runtime["mode_in_force"] == "eager"
+
+
+def test_fp16_mixed_uses_a_grad_scaler_on_cpu():
+    r = _ok(Cell("mlp", precision="16-mixed", steps=3, warmup_steps=1))
+    assert r.runtime["precision"] == {"params": "float32", "autocast": "float16", "grad_scaler": "on"}
+
+
+def test_training_reduces_the_loss():
+    r = _ok(Cell("mlp", steps=30, warmup_steps=2))
+    assert r.metrics.loss_last < r.metrics.loss_first
+
+
+def test_flops_mfu_and_memory_are_recorded():
+    r = _ok(Cell("gpt", steps=3, warmup_steps=1))
+    m = r.metrics
+    assert m.flops_per_step > 0 and m.tokens_per_step == m.samples_per_step * 64
+    assert m.achieved_tflops == pytest.approx(m.flops_per_step * 3 / sum(r.step_times_s) / 1e12)
+    assert m.tokens_per_s == pytest.approx(m.samples_per_s * 64)
+    assert r.memory.source.startswith("process")
+    assert r.memory.peak_allocated_bytes >= r.memory.in_use_bytes > 0
+
+
+def test_compile_mode_runs_inductor_and_keeps_compile_time_out_of_steady_state():
+    r = _ok(Cell("mlp", mode="compile", steps=5, warmup_steps=2))
+    assert r.runtime["compile"] == {"backend": "inductor"}
+    assert r.runtime["mode_in_force"] == "compile"
+    # the first step carries the compilation; it must not leak into the measured steps
+    assert r.metrics.first_step_s > 10 * r.metrics.step_time_p50_s
+
+
+@pytest.mark.parametrize(
+    ("cell", "fragment"),
+    [
+        (Cell("mlp", mode="lazy"), "lazy mode exists only on HPU"),
+        (Cell("mlp", graphs=True), "graph capture is not available on cpu"),
+        (Cell("mlp", precision="fp8"), "fp8"),
+        (Cell("mlp", accelerator="cuda"), "no cuda device"),
+    ],
+)
+def test_cells_this_machine_cannot_run_are_skipped_with_a_reason(cell, fragment):
+    r = run_cell(cell)
+    assert r.status == "skipped"
+    assert fragment in r.reason
+
+
+def test_a_workload_error_becomes_a_failed_record_with_traceback():
+    r = run_cell(Cell("mlp", size="standard", batch_size=10**12))
+    assert r.status == "failed"
+    assert r.reason and "\n" not in r.reason
+    assert "Traceback" in r.traceback_tail

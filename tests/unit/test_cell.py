@@ -1,0 +1,90 @@
+import pytest
+
+from hpubench.cell import Cell
+from hpubench.core.memory import MemoryStats
+from hpubench.record import CellResult, Metrics
+
+
+def test_key_is_stable_and_leaves_out_step_counts():
+    a = Cell("gpt", "tiny", "cpu", precision="bf16-mixed", steps=20)
+    b = Cell("gpt", "tiny", "cpu", precision="bf16-mixed", steps=200, warmup_steps=9)
+    assert a.key == b.key == "gpt/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault"
+
+
+def test_match_key_drops_hardware_only():
+    hpu = Cell("bert", "standard", "hpu", devices=8, batch_size=32)
+    cuda = Cell("bert", "standard", "cuda", devices=8, batch_size=32)
+    assert hpu.key != cuda.key
+    assert hpu.match_key == cuda.match_key
+    assert "8x1" in hpu.match_key and "bs32" in hpu.match_key
+
+
+def test_options_are_sorted_into_the_key():
+    a = Cell("mlp", options=(("b", "2"), ("a", "1")))
+    b = Cell("mlp", options=(("a", "1"), ("b", "2")))
+    assert a == b and a.key.endswith("a=1/b=2")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"devices": 0},
+        {"nodes": 0},
+        {"batch_size": 0},
+        {"steps": 1},
+        {"warmup_steps": 0},
+        {"devices": 2, "device_ids": (0,)},
+    ],
+)
+def test_invalid_cells_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        Cell("mlp", **kwargs)
+
+
+def test_dict_round_trip_and_unknown_fields():
+    c = Cell("resnet", "tiny", "hpu", devices=2, device_ids=(1, 3), graphs=True, options=(("x", "1"),))
+    assert Cell.from_dict(c.to_dict()) == c
+    with pytest.raises(ValueError, match="unknown cell field"):
+        Cell.from_dict({**c.to_dict(), "colour": "red"})
+
+
+def test_record_round_trip_keeps_metrics_memory_and_steps():
+    m = Metrics(
+        measured_steps=3,
+        warmup_steps=1,
+        samples_per_step=8,
+        tokens_per_step=None,
+        samples_per_s=100.0,
+        samples_per_s_ci=(90.0, 110.0),
+        tokens_per_s=None,
+        tokens_per_s_ci=None,
+        confidence=0.95,
+        step_time_mean_s=0.08,
+        step_time_std_s=0.01,
+        step_time_p50_s=0.08,
+        step_time_p90_s=0.09,
+        step_time_p99_s=0.095,
+        first_step_s=0.5,
+        warmup_total_s=0.5,
+        loss_first=2.3,
+        loss_last=2.1,
+        flops_per_step=10**9,
+        achieved_tflops=0.0125,
+        peak_tflops=None,
+        peak_source=None,
+        mfu=None,
+    )
+    mem = MemoryStats("hpu.memory_stats", 10, 5, 100, 3, 2, raw={"MaxInUse": 10})
+    r = CellResult(
+        Cell("mlp"), "ok", metrics=m, memory=mem, step_times_s=(0.07, 0.08, 0.09), warmup_times_s=(0.5,)
+    )
+    back = CellResult.from_dict(r.to_dict())
+    assert back == r
+    assert r.to_dict()["key"] == Cell("mlp").key
+
+
+def test_record_refuses_other_schema_versions():
+    d = CellResult(Cell("mlp"), "skipped", reason="x").to_dict()
+    d["schema"] = 99
+    with pytest.raises(ValueError, match="schema"):
+        CellResult.from_dict(d)

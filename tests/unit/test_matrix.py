@@ -1,0 +1,615 @@
+import itertools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpubench import matrix
+from hpubench.cell import MODES, PRECISIONS, PlannedCell
+from hpubench.core import accelerators
+from hpubench.errors import UsageError
+from hpubench.inventory import DeviceInfo, Inventory
+from hpubench.matrix import Grid, MatrixSpec, expand, explain, load_matrix_file, spec_from_options
+
+CATALOG = {
+    "mlp": ("tiny", "standard"),
+    "resnet": ("tiny", "standard"),
+    "gpt": ("tiny", "standard"),
+    "bert": ("tiny", "standard"),
+}
+CPU2 = Inventory((DeviceInfo("cpu", 2, "Intel(R) Xeon(R) CPU @ 2.20GHz"),))
+GAUDI8 = Inventory((DeviceInfo("hpu", 8, "GAUDI"), DeviceInfo("cpu", 96, "Intel(R) Xeon(R) Platinum 8275CL")))
+GAUDI2_8 = Inventory(
+    (DeviceInfo("hpu", 8, "GAUDI2"), DeviceInfo("cpu", 160, "Intel(R) Xeon(R) Platinum 8380"))
+)
+H100_1 = Inventory((DeviceInfo("cuda", 1, "NVIDIA H100 80GB HBM3"), DeviceInfo("cpu", 26, "AMD EPYC 9554")))
+
+
+def one(spec: MatrixSpec | Grid, inv: Inventory = CPU2, catalog=CATALOG) -> list[PlannedCell]:
+    if isinstance(spec, Grid):
+        spec = MatrixSpec(grids=(spec,))
+    return expand(spec, inv, catalog)
+
+
+def keyed(planned: list[PlannedCell]) -> dict[str, str | None]:
+    return {p.cell.key: p.skip_reason for p in planned}
+
+
+def assert_one_line_usage_error(excinfo: pytest.ExceptionInfo, *needles: str) -> str:
+    msg = str(excinfo.value)
+    assert "\n" not in msg, msg
+    for needle in needles:
+        assert needle in msg, msg
+    return msg
+
+
+# ---- the smoke preset on a 2-core CPU-only machine ------------------------------------------------
+
+
+SMOKE_ON_CPU2 = {
+    # (a) every workload, fp32 eager
+    "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault": None,
+    "resnet/tiny/cpu/1x1/32-true/eager/nographs/bsdefault": None,
+    "gpt/tiny/cpu/1x1/32-true/eager/nographs/bsdefault": None,
+    "bert/tiny/cpu/1x1/32-true/eager/nographs/bsdefault": None,
+    # (b) every precision on mlp (32-true already came from (a))
+    "mlp/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault": None,
+    "mlp/tiny/cpu/1x1/16-mixed/eager/nographs/bsdefault": None,
+    "mlp/tiny/cpu/1x1/bf16-true/eager/nographs/bsdefault": None,
+    "mlp/tiny/cpu/1x1/fp8/eager/nographs/bsdefault": "fp8",
+    # (c) compile
+    "mlp/tiny/cpu/1x1/32-true/compile/nographs/bsdefault": None,
+    "gpt/tiny/cpu/1x1/32-true/compile/nographs/bsdefault": None,
+    # (d) lazy
+    "mlp/tiny/cpu/1x1/32-true/lazy/nographs/bsdefault": "lazy",
+    # (e) graphs in eager and lazy
+    "mlp/tiny/cpu/1x1/32-true/eager/graphs/bsdefault": "graph",
+    "mlp/tiny/cpu/1x1/32-true/lazy/graphs/bsdefault": "lazy",
+    # (f) two devices
+    "mlp/tiny/cpu/2x1/32-true/eager/nographs/bsdefault": None,
+    # (g) bf16-mixed transformer
+    "gpt/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault": None,
+}
+
+
+def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reasons():
+    planned = expand(matrix.preset("smoke"), CPU2, CATALOG)
+    assert [p.cell.key for p in planned] == list(SMOKE_ON_CPU2)
+    for p in planned:
+        expected = SMOKE_ON_CPU2[p.cell.key]
+        if expected is None:
+            assert p.runnable, (p.cell.key, p.skip_reason)
+        else:
+            assert p.skip_reason and expected in p.skip_reason, (p.cell.key, p.skip_reason)
+    assert all(p.cell.warmup_steps == 3 and p.cell.steps == 20 for p in planned)
+
+
+def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
+    planned = keyed(expand(matrix.preset("smoke"), GAUDI2_8, CATALOG))
+    assert planned["mlp/tiny/hpu/1x1/32-true/lazy/nographs/bsdefault"] is None
+    assert planned["mlp/tiny/hpu/1x1/32-true/lazy/graphs/bsdefault"] is None
+    assert planned["mlp/tiny/hpu/2x1/32-true/eager/nographs/bsdefault"] is None
+    assert all("/hpu/" in k for k in planned)
+
+
+def test_full_preset_counts_on_cpu_only_machine():
+    planned = expand(matrix.preset("full"), CPU2, CATALOG)
+    # 4 workloads x 5 precisions x 3 modes x 2 graphs x devices (1, auto=2)
+    assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2
+    assert {p.cell.size for p in planned} == {"standard"}
+    assert {p.cell.devices for p in planned} == {1, 2}
+    assert all(p.cell.warmup_steps == 5 and p.cell.steps == 50 for p in planned)
+
+
+def test_unknown_preset_lists_presets():
+    with pytest.raises(UsageError) as e:
+        matrix.preset("huge")
+    assert_one_line_usage_error(e, "huge", "smoke", "full")
+
+
+# ---- accelerator and device resolution -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("inv", "acc"), [(CPU2, "cpu"), (GAUDI8, "hpu"), (GAUDI2_8, "hpu"), (H100_1, "cuda")]
+)
+def test_auto_picks_the_highest_priority_present_accelerator(inv, acc):
+    planned = one(Grid(workload=("mlp",)), inv)
+    assert [p.cell.accelerator for p in planned] == [acc]
+    assert planned[0].runnable
+
+
+def test_all_expands_to_every_present_accelerator_in_priority_order():
+    assert [p.cell.accelerator for p in one(Grid(workload=("mlp",), accelerator=("all",)), H100_1)] == [
+        "cuda",
+        "cpu",
+    ]
+    assert [p.cell.accelerator for p in one(Grid(workload=("mlp",), accelerator=("all",)), CPU2)] == ["cpu"]
+
+
+def test_auto_and_explicit_duplicates_collapse():
+    planned = one(Grid(workload=("mlp",), accelerator=("auto", "cpu")), CPU2)
+    assert len(planned) == 1
+
+
+def test_absent_accelerator_is_skipped_not_an_error():
+    planned = one(Grid(workload=("mlp",), accelerator=("cuda",)), CPU2)
+    assert planned[0].skip_reason == "no cuda device on this machine"
+    planned = one(Grid(workload=("mlp",), accelerator=("hpu",), devices=("auto",)), CPU2)
+    assert planned[0].cell.devices == 1
+    assert planned[0].skip_reason == "no hpu device on this machine"
+
+
+def test_more_devices_than_present_is_skipped_with_counts():
+    assert one(Grid(workload=("mlp",), devices=(4,)))[0].skip_reason == (
+        "devices=4 but this machine has 2 cpu devices"
+    )
+    planned = one(Grid(workload=("mlp",), accelerator=("cuda",), devices=(2,)), H100_1)
+    assert planned[0].skip_reason == "devices=2 but this machine has 1 cuda device"
+
+
+def test_devices_auto_means_all_present():
+    assert one(Grid(workload=("mlp",), devices=("auto",)), GAUDI2_8)[0].cell.devices == 8
+    assert one(Grid(workload=("mlp",), devices=("auto",)), CPU2)[0].cell.devices == 2
+
+
+def test_device_index_lists():
+    ok = one(Grid(workload=("mlp",), devices=((0, 1),)))[0]
+    assert ok.runnable and ok.cell.devices == 2 and ok.cell.device_ids == (0, 1)
+    out_of_range = one(Grid(workload=("mlp",), devices=((0, 3),)))[0]
+    assert out_of_range.skip_reason is not None
+    assert "device index 3" in out_of_range.skip_reason and "2 cpu devices" in out_of_range.skip_reason
+    too_many = one(Grid(workload=("mlp",), devices=((0, 1, 2),)))[0]
+    assert too_many.skip_reason == "devices=3 but this machine has 2 cpu devices"
+
+
+def test_accelerator_rules_come_from_the_accelerator_class():
+    hpu = accelerators.get("hpu")
+    grid = Grid(workload=("mlp",), precision=("16-mixed", "bf16-mixed"), mode=("eager", "lazy"))
+    first_gen = keyed(one(grid, GAUDI8))
+    second_gen = keyed(one(grid, GAUDI2_8))
+    assert first_gen["mlp/tiny/hpu/1x1/bf16-mixed/lazy/nographs/bsdefault"] is None
+    assert first_gen["mlp/tiny/hpu/1x1/16-mixed/eager/nographs/bsdefault"] is not None
+    assert second_gen["mlp/tiny/hpu/1x1/16-mixed/eager/nographs/bsdefault"] is None
+    for p in one(grid, GAUDI8):
+        assert p.skip_reason == hpu.skip_reason(p.cell, "GAUDI")
+
+
+def test_cuda_rules_apply_on_the_h100():
+    planned = keyed(one(Grid(workload=("mlp",), mode=("lazy", "eager"), graphs=(True,)), H100_1))
+    assert "lazy" in (planned["mlp/tiny/cuda/1x1/32-true/lazy/graphs/bsdefault"] or "")
+    assert planned["mlp/tiny/cuda/1x1/32-true/eager/graphs/bsdefault"] is None
+
+
+# ---- validation: one line, valid choices listed --------------------------------------------------
+
+
+def test_unknown_workload_lists_valid_workloads():
+    with pytest.raises(UsageError) as e:
+        one(Grid(workload=("llama",)))
+    assert_one_line_usage_error(e, "llama", "mlp", "bert")
+
+
+def test_size_the_workload_does_not_offer():
+    with pytest.raises(UsageError) as e:
+        one(Grid(workload=("mlp",), size=("huge",)))
+    assert_one_line_usage_error(e, "huge", "tiny, standard")
+
+
+def test_unknown_accelerator_lists_registry_names():
+    with pytest.raises(UsageError) as e:
+        one(Grid(workload=("mlp",), accelerator=("tpu",)))
+    assert_one_line_usage_error(e, "tpu", "auto", "hpu", "cuda", "cpu")
+
+
+def test_all_workloads_keeps_only_those_offering_the_size():
+    catalog = {**CATALOG, "llama": ("tiny", "standard", "large")}
+    planned = one(Grid(workload=("all",), size=("large",)), catalog=catalog)
+    assert [p.cell.workload for p in planned] == ["llama"]
+    with pytest.raises(UsageError) as e:
+        one(Grid(workload=("all",), size=("xl",)), catalog=catalog)
+    assert_one_line_usage_error(e, "xl", "large")
+
+
+def test_all_workloads_expand_in_catalog_order():
+    assert [p.cell.workload for p in one(Grid())] == list(CATALOG)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"precision": ("bf16",)}, "32-true, bf16-mixed"),
+        ({"mode": ("graph",)}, "eager, lazy, compile"),
+        ({"devices": (0,)}, "devices"),
+        ({"nodes": (0,)}, "nodes"),
+        ({"batch_size": (-1,)}, "batch_size"),
+        ({"graphs": ("yes",)}, "true or false"),
+        ({"workload": ()}, "empty list"),
+        ({"steps": 1}, "steps"),
+        ({"warmup_steps": 0}, "warmup_steps"),
+        ({"devices": ((0, 0),)}, "twice"),
+    ],
+)
+def test_grid_rejects_bad_values(kwargs, needle):
+    with pytest.raises(UsageError) as e:
+        Grid(**kwargs)
+    assert_one_line_usage_error(e, needle)
+
+
+def test_grid_accepts_scalars_and_lists():
+    g = Grid(workload="mlp", devices=[1, "auto", [0, 2]], batch_size=[None, "default", 8])
+    assert g.workload == ("mlp",)
+    assert g.devices == (1, "auto", (0, 2))
+    assert g.batch_size == (None, 8)
+
+
+def test_spec_needs_a_grid():
+    with pytest.raises(UsageError):
+        MatrixSpec(grids=())
+
+
+# ---- determinism, dedupe, excludes ------------------------------------------------------------------
+
+
+def test_expansion_is_deterministic():
+    spec = matrix.preset("full")
+    a = expand(spec, GAUDI2_8, CATALOG)
+    b = expand(matrix.preset("full"), GAUDI2_8, dict(CATALOG))
+    assert a == b
+    assert len({p.cell.key for p in a}) == len(a)
+
+
+def test_product_order_is_workload_outermost():
+    planned = one(Grid(workload=("mlp", "gpt"), precision=("32-true", "bf16-mixed")))
+    assert [(p.cell.workload, p.cell.precision) for p in planned] == [
+        ("mlp", "32-true"),
+        ("mlp", "bf16-mixed"),
+        ("gpt", "32-true"),
+        ("gpt", "bf16-mixed"),
+    ]
+
+
+def test_duplicates_across_grids_keep_the_first():
+    spec = MatrixSpec(
+        grids=(
+            Grid(workload=("mlp",), steps=10),
+            Grid(workload=("mlp", "gpt"), steps=99),
+        )
+    )
+    planned = expand(spec, CPU2, CATALOG)
+    assert [(p.cell.workload, p.cell.steps) for p in planned] == [("mlp", 10), ("gpt", 99)]
+
+
+def test_excludes_drop_matching_cells_entirely():
+    spec = MatrixSpec(
+        grids=(
+            Grid(workload=("mlp", "gpt"), mode=("eager", "compile"), precision=("32-true", "bf16-mixed")),
+        ),
+        exclude=({"workload": "gpt", "mode": "compile"}, {"precision": ["bf16-mixed"], "workload": ["mlp"]}),
+    )
+    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG)]
+    assert keys == [
+        "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault",
+        "mlp/tiny/cpu/1x1/32-true/compile/nographs/bsdefault",
+        "gpt/tiny/cpu/1x1/32-true/eager/nographs/bsdefault",
+        "gpt/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault",
+    ]
+
+
+def test_exclude_on_accelerator_and_devices():
+    spec = MatrixSpec(
+        grids=(Grid(workload=("mlp",), accelerator=("all",), devices=(1, 2, (0, 1))),),
+        exclude=({"accelerator": "cpu", "devices": 2},),
+    )
+    planned = expand(spec, H100_1, CATALOG)
+    assert [(p.cell.accelerator, p.cell.devices) for p in planned] == [("cuda", 1), ("cuda", 2), ("cpu", 1)]
+    # index-list excludes compare with the cell's device indices
+    spec = MatrixSpec(grids=(Grid(workload=("mlp",), devices=(2, (0, 1))),), exclude=({"devices": [[0, 1]]},))
+    assert expand(spec, CPU2, CATALOG) == []
+
+
+@pytest.mark.parametrize(
+    ("exclude", "needle"),
+    [({}, "empty exclude"), ({"accelerator": "auto"}, "concrete"), ({"colour": "red"}, "unknown key")],
+)
+def test_bad_excludes(exclude, needle):
+    with pytest.raises(UsageError) as e:
+        MatrixSpec(grids=(Grid(),), exclude=(exclude,))
+    assert_one_line_usage_error(e, needle)
+
+
+_DIMS = {
+    "workload": st.lists(st.sampled_from(list(CATALOG)), min_size=1, max_size=4, unique=True),
+    "size": st.lists(st.sampled_from(["tiny", "standard"]), min_size=1, unique=True),
+    "devices": st.lists(st.sampled_from([1, 2, 3]), min_size=1, unique=True),
+    "nodes": st.lists(st.sampled_from([1, 2]), min_size=1, unique=True),
+    "precision": st.lists(st.sampled_from(PRECISIONS), min_size=1, unique=True),
+    "mode": st.lists(st.sampled_from(MODES), min_size=1, unique=True),
+    "graphs": st.lists(st.booleans(), min_size=1, unique=True),
+    "batch_size": st.lists(st.sampled_from([None, 8, 16]), min_size=1, unique=True),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    grid_kwargs=st.fixed_dictionaries(_DIMS),
+    exclude=st.fixed_dictionaries({}, optional={k: v for k, v in _DIMS.items() if k != "size"}),
+)
+def test_single_grid_size_is_product_minus_excluded(grid_kwargs, exclude):
+    grid = Grid(**grid_kwargs)
+    spec = MatrixSpec(grids=(grid,), exclude=(exclude,) if exclude else ())
+    planned = expand(spec, CPU2, CATALOG)
+    product = 1
+    for key in matrix.DIMENSIONS:
+        product *= len(getattr(grid, key))
+    excluded = 0
+    if exclude:
+        excluded = 1
+        for key in matrix.DIMENSIONS:
+            values = getattr(grid, key)
+            excluded *= len([v for v in values if v in exclude[key]]) if key in exclude else len(values)
+    assert grid.combinations() == product
+    assert len(planned) == product - excluded
+    assert len({p.cell.key for p in planned}) == len(planned)
+
+
+# ---- spec_from_options: command-line flags replace dimensions -------------------------------------
+
+
+def test_options_without_base_use_the_documented_defaults():
+    spec = spec_from_options()
+    (grid,) = spec.grids
+    assert grid == Grid(
+        workload=("all",),
+        size=("tiny",),
+        accelerator=("auto",),
+        devices=(1,),
+        nodes=(1,),
+        precision=("32-true",),
+        mode=("eager",),
+        graphs=(False,),
+    )
+    assert [p.cell.key for p in expand(spec, CPU2, CATALOG)] == [
+        f"{w}/tiny/cpu/1x1/32-true/eager/nographs/bsdefault" for w in CATALOG
+    ]
+
+
+def test_options_without_base_build_one_grid():
+    spec = spec_from_options(workload=["gpt"], precision=["bf16-mixed", "32-true"], devices=[[0, 1]], steps=7)
+    planned = expand(spec, CPU2, CATALOG)
+    assert [(p.cell.precision, p.cell.device_ids, p.cell.steps) for p in planned] == [
+        ("bf16-mixed", (0, 1), 7),
+        ("32-true", (0, 1), 7),
+    ]
+
+
+def test_workload_flag_on_smoke_gives_smokes_mlp_cells():
+    smoke = expand(matrix.preset("smoke"), CPU2, CATALOG)
+    restricted = expand(spec_from_options(matrix.preset("smoke"), workload=["mlp"]), CPU2, CATALOG)
+    assert [p.cell.key for p in restricted] == [p.cell.key for p in smoke if p.cell.workload == "mlp"]
+
+
+def test_a_flag_replaces_the_dimension_in_every_grid():
+    base = matrix.preset("smoke")
+    bert = expand(spec_from_options(base, workload=["bert"]), CPU2, CATALOG)
+    assert {p.cell.workload for p in bert} == {"bert"}
+    assert {p.cell.precision for p in bert} == set(PRECISIONS)  # smoke's shape, applied to bert
+    assert {p.cell.mode for p in bert} == set(MODES)
+    standard = expand(spec_from_options(base, size=["standard"]), CPU2, CATALOG)
+    assert len(standard) == len(SMOKE_ON_CPU2)
+    assert {p.cell.size for p in standard} == {"standard"}
+    on_cuda = expand(spec_from_options(base, accelerator=["cuda"]), H100_1, CATALOG)
+    assert {p.cell.accelerator for p in on_cuda} == {"cuda"}
+    longer = spec_from_options(base, steps=100, warmup_steps=10)
+    assert all(g.steps == 100 and g.warmup_steps == 10 for g in longer.grids)
+
+
+def test_grids_made_identical_by_a_flag_collapse_and_excludes_survive():
+    base = MatrixSpec(
+        grids=(Grid(workload=("mlp",)), Grid(workload=("gpt",))),
+        exclude=({"precision": "bf16-mixed"},),
+        name="mine",
+    )
+    spec = spec_from_options(base, workload=["bert"], precision=["32-true", "bf16-mixed"])
+    assert len(spec.grids) == 1
+    assert spec.exclude == base.exclude
+    assert spec.name.startswith("mine")
+    assert [p.cell.precision for p in expand(spec, CPU2, CATALOG)] == ["32-true"]
+
+
+def test_no_flags_returns_the_base_unchanged():
+    base = matrix.preset("smoke")
+    assert spec_from_options(base) == base
+
+
+def test_bad_flag_value_names_the_flag():
+    with pytest.raises(UsageError) as e:
+        spec_from_options(precision=["fp4"])
+    assert_one_line_usage_error(e, "--precision", "fp4", "bf16-mixed")
+    with pytest.raises(UsageError) as e:
+        spec_from_options(matrix.preset("smoke"), warmup_steps=0)
+    assert_one_line_usage_error(e, "--warmup-steps")
+
+
+# ---- matrix files -----------------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, text: str, name: str = "m.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return p
+
+
+def test_top_level_keys_form_one_grid(tmp_path):
+    p = write(
+        tmp_path,
+        """
+        workload = ["mlp", "gpt"]
+        precision = "bf16-mixed"
+        devices = [1, [0, 1]]
+        batch_size = "default"
+        steps = 30
+        """,
+    )
+    spec = load_matrix_file(p)
+    assert spec.name == "m"
+    assert spec.grids == (
+        Grid(workload=("mlp", "gpt"), precision=("bf16-mixed",), devices=(1, (0, 1)), steps=30),
+    )
+
+
+def test_grid_tables_inherit_the_top_level(tmp_path):
+    p = write(
+        tmp_path,
+        """
+        name = "two-grids"
+        size = "standard"
+        steps = 40
+        [[grid]]
+        workload = "resnet"
+        precision = ["32-true", "bf16-mixed"]
+        [[grid]]
+        workload = "gpt"
+        mode = ["eager", "compile"]
+        steps = 10
+        [[exclude]]
+        mode = "compile"
+        accelerator = "cpu"
+        """,
+    )
+    spec = load_matrix_file(p)
+    assert spec.name == "two-grids"
+    assert spec.grids == (
+        Grid(workload=("resnet",), size=("standard",), precision=("32-true", "bf16-mixed"), steps=40),
+        Grid(workload=("gpt",), size=("standard",), mode=("eager", "compile"), steps=10),
+    )
+    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG)]
+    assert keys == [
+        "resnet/standard/cpu/1x1/32-true/eager/nographs/bsdefault",
+        "resnet/standard/cpu/1x1/bf16-mixed/eager/nographs/bsdefault",
+        "gpt/standard/cpu/1x1/32-true/eager/nographs/bsdefault",
+    ]
+
+
+def test_preset_in_a_file_is_overridden_and_extended(tmp_path):
+    p = write(
+        tmp_path,
+        """
+        preset = "smoke"
+        accelerator = "cpu"
+        [[grid]]
+        workload = "bert"
+        precision = "bf16-mixed"
+        [[exclude]]
+        precision = "fp8"
+        """,
+    )
+    spec = load_matrix_file(p)
+    planned = expand(spec, H100_1, CATALOG)
+    assert {p.cell.accelerator for p in planned} == {"cpu"}
+    assert "bert/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault" in keyed(planned)
+    assert all(p.cell.precision != "fp8" for p in planned)
+
+
+BAD_FILES = [
+    ('workload = "mlp"\nprecision = \n', "invalid TOML", "line 2"),
+    ('workload = "mlp"\nprecision = [\n', "invalid TOML", "fix the syntax"),
+    ('workloads = "mlp"\n', "unknown key 'workloads'", "did you mean 'workload'"),
+    ('colour = "red"\n', "unknown key 'colour'", "valid keys: workload, size"),
+    ("steps = 1.5\n", "steps = 1.5", "whole number"),
+    ('graphs = "yes"\n', "graphs", "true or false"),
+    ('precision = ["32-true", "bf16"]\n', 'precision = ["32-true", "bf16"]', "32-true, bf16-mixed, 16-mixed"),
+    ('mode = "graph"\n', "unknown mode", "eager, lazy, compile"),
+    ("nodes = 0\n", "nodes = 0", ">= 1"),
+    ("steps = -3\n", "steps = -3", "at least 2"),
+    ("batch_size = [0]\n", "batch_size = [0]", ">= 1"),
+    ("devices = [0, 2]\n", "devices = [0, 2]", "[[0, 2]]"),
+    ("workload = []\n", "workload = []", "empty list"),
+    ('[grid]\nworkload = "mlp"\n', "[[grid]]", "array of tables"),
+    ('[[grid]]\nworkload = "mlp"\nprecison = "fp8"\n', "[[grid]] #1", "did you mean 'precision'"),
+    ('[[exclude]]\nmode = "lazy"\n[[exclude]]\n', "[[exclude]] #2", "empty exclude"),
+    ('[[exclude]]\naccelerator = "auto"\n', "[[exclude]] #1", "concrete"),
+    ('preset = "nightly"\n', "unknown preset", "smoke, full"),
+    ("name = 3\n", "name = 3", "string"),
+]
+
+
+@pytest.mark.parametrize(("text", "n1", "n2"), BAD_FILES)
+def test_bad_files_give_one_line_naming_the_file(tmp_path, text, n1, n2):
+    p = write(tmp_path, text, name="bad.toml")
+    with pytest.raises(UsageError) as e:
+        load_matrix_file(p)
+    msg = assert_one_line_usage_error(e)
+    assert msg.startswith(f"{p}: ")
+    rest = msg[len(str(p)) :]  # the temporary path must not satisfy the needles by accident
+    assert n1 in rest and n2 in rest, msg
+
+
+def test_toml_syntax_error_names_the_line(tmp_path):
+    p = write(tmp_path, 'workload = "mlp"\nsize = tiny\n', name="bad.toml")
+    with pytest.raises(UsageError) as e:
+        load_matrix_file(p)
+    assert_one_line_usage_error(e, str(p), "line 2")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(UsageError) as e:
+        load_matrix_file(tmp_path / "nope.toml")
+    assert_one_line_usage_error(e, "nope.toml", "no such matrix file")
+
+
+def test_the_docstring_example_file_loads(tmp_path):
+    doc = matrix.__doc__ or ""
+    example = doc.split("Matrix file (TOML)::", 1)[1].split("\n\n", 2)[1]
+    spec = load_matrix_file(write(tmp_path, example, name="gaudi.toml"))
+    assert spec.name == "gaudi-vs-h100"
+    assert len(spec.grids) == 2 and spec.grids[1].devices == (1, "auto", (0, 2))
+    planned = expand(spec, GAUDI2_8, CATALOG)
+    assert {p.cell.accelerator for p in planned} == {"hpu"}
+    assert len(planned) == 2 * 2 + 2 * 3
+
+
+def test_exclude_with_an_unknown_name_is_an_error():
+    spec = MatrixSpec(grids=(Grid(),), exclude=({"workload": "mpl"},))
+    with pytest.raises(UsageError) as e:
+        expand(spec, CPU2, CATALOG)
+    assert_one_line_usage_error(e, "mpl", "mlp, resnet")
+
+
+def test_unknown_workload_in_a_file_is_caught_at_expansion(tmp_path):
+    spec = load_matrix_file(write(tmp_path, 'workload = "llama"\n'))
+    with pytest.raises(UsageError) as e:
+        expand(spec, CPU2, CATALOG)
+    assert_one_line_usage_error(e, "llama", "valid: all, mlp")
+
+
+# ---- explain -----------------------------------------------------------------------------------------
+
+
+def test_explain_counts():
+    summary = explain(expand(matrix.preset("smoke"), CPU2, CATALOG))
+    assert (summary.total, summary.runnable, summary.skipped) == (15, 11, 4)
+    assert summary.reasons[0] == ("lazy mode exists only on HPU, not on cpu", 2)
+    assert summary.by_accelerator == (("cpu", 11),)
+    assert summary.lines()[0] == "15 cells: 11 runnable, 4 skipped"
+
+
+def test_matrix_stays_pure():
+    code = (
+        "import sys\n"
+        "from hpubench import matrix, stats, peaks\n"
+        "from hpubench.inventory import DeviceInfo, Inventory\n"
+        "inv = Inventory((DeviceInfo('cpu', 2, 'x'),))\n"
+        "matrix.expand(matrix.preset('smoke'), inv, {w: ('tiny',) for w in ('mlp','resnet','gpt','bert')})\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_product_helper_matches_itertools():
+    g = Grid(workload=("mlp", "gpt"), precision=PRECISIONS, graphs=(False, True))
+    assert g.combinations() == len(list(itertools.product(g.workload, g.precision, g.graphs)))

@@ -1,0 +1,196 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from hpubench.peaks import PEAKS, PRECISION_DTYPE, PeakEntry, PeakFigure, entry_for, mfu, peak_for
+
+HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
+
+MATCHES = [
+    ("hpu", "GAUDI", "Gaudi (HL-205)"),
+    ("hpu", "gaudi", "Gaudi (HL-205)"),
+    ("hpu", "GAUDI2", "Gaudi2 (HL-225H)"),
+    ("hpu", "GAUDI2C", "Gaudi2 (HL-225H)"),
+    ("hpu", "GAUDI3", "Gaudi3 (HL-325L)"),
+    ("cuda", "NVIDIA A100-SXM4-80GB", "A100 SXM 80GB"),
+    ("cuda", "NVIDIA H100 80GB HBM3", "H100 SXM"),
+    ("cuda", "NVIDIA H200", "H200 SXM"),
+    ("cpu", "Intel(R) Xeon(R) Platinum 8480+", "CPU, Xeon 8480+ socket"),
+    ("cpu", "Intel(R) Xeon(R) Platinum 8480C", "CPU, Xeon 8480+ socket"),
+]
+
+UNMATCHED = [
+    ("hpu", "GAUDIX"),  # not exactly "GAUDI", not a known later generation
+    ("hpu", ""),
+    ("cuda", "NVIDIA A100-SXM4-40GB"),  # a different memory size than the table's 80GB part
+    ("cuda", "NVIDIA A100-PCIE-40GB"),
+    ("cuda", "NVIDIA A100 80GB PCIe"),
+    ("cuda", "NVIDIA H100 PCIe"),
+    ("cuda", "NVIDIA H100 NVL"),
+    ("cuda", "NVIDIA H200 NVL"),
+    ("cuda", "NVIDIA GH200 480GB"),
+    ("cuda", "Tesla V100-SXM2-16GB"),
+    ("cpu", "Intel(R) Xeon(R) Platinum 84800"),
+    ("cpu", "AMD EPYC 9554 64-Core Processor"),
+    ("cpu", "GAUDI2"),  # right name, wrong accelerator
+    ("cuda", "Intel(R) Xeon(R) Platinum 8480+"),
+]
+
+
+@pytest.mark.parametrize(("acc", "name", "entry"), MATCHES)
+def test_device_names_match_their_entry(acc, name, entry):
+    found = entry_for(acc, name)
+    assert found is not None and found.name == entry
+
+
+@pytest.mark.parametrize(("acc", "name"), UNMATCHED)
+def test_unknown_devices_get_no_peak(acc, name):
+    assert entry_for(acc, name) is None
+    assert all(peak_for(acc, name, p) is None for p in PRECISION_DTYPE)
+
+
+def test_rules_are_mutually_exclusive():
+    for acc, name, _ in MATCHES:
+        assert sum(e.matches(acc, name) for e in PEAKS) == 1, name
+
+
+@pytest.mark.parametrize(
+    ("acc", "name", "precision", "tflops", "dtype", "estimate"),
+    [
+        ("hpu", "GAUDI", "bf16-mixed", 60, "bf16", True),
+        ("hpu", "GAUDI2", "bf16-true", 432, "bf16", False),
+        ("hpu", "GAUDI2", "fp8", 865, "fp8", True),
+        ("hpu", "GAUDI3", "32-true", 229, "fp32", True),
+        ("hpu", "GAUDI3", "fp8", 1835, "fp8", False),
+        ("cuda", "NVIDIA A100-SXM4-80GB", "32-true", 19.5, "fp32", False),
+        ("cuda", "NVIDIA H100 80GB HBM3", "bf16-mixed", 989, "bf16", False),
+        ("cuda", "NVIDIA H200", "fp8", 1979, "fp8", False),
+        ("cpu", "Intel(R) Xeon(R) Platinum 8480+", "bf16-mixed", 115, "bf16", True),
+        ("cpu", "Intel(R) Xeon(R) Platinum 8480+", "32-true", 7.2, "fp32", True),
+    ],
+)
+def test_peak_for_maps_precision_to_the_table_figure(acc, name, precision, tflops, dtype, estimate):
+    peak = peak_for(acc, name, precision)
+    assert isinstance(peak, PeakFigure)
+    assert (peak.tflops, peak.dtype, peak.estimate) == (tflops, dtype, estimate)
+    assert peak.source
+
+
+@pytest.mark.parametrize(
+    ("acc", "name", "precision"),
+    [
+        ("hpu", "GAUDI", "32-true"),  # "unknown" in the table
+        ("hpu", "GAUDI2", "32-true"),
+        ("hpu", "GAUDI", "fp8"),  # "-" in the table
+        ("cuda", "NVIDIA A100-SXM4-80GB", "fp8"),
+        ("cuda", "NVIDIA H100 80GB HBM3", "16-mixed"),  # no fp16 column: no guess
+        ("hpu", "GAUDI2", "16-mixed"),
+    ],
+)
+def test_figures_the_table_does_not_give_are_none(acc, name, precision):
+    assert peak_for(acc, name, precision) is None
+
+
+def test_tf32_figure_on_request():
+    peak = peak_for("cuda", "NVIDIA H100 80GB HBM3", "32-true", tf32=True)
+    assert peak is not None and (peak.tflops, peak.dtype) == (495, "tf32")
+    assert peak_for("cuda", "NVIDIA H100 80GB HBM3", "bf16-mixed", tf32=True).dtype == "bf16"
+    assert peak_for("hpu", "GAUDI3", "32-true", tf32=True) is None  # no TF32 figure: no fallback
+
+
+def test_cpu_figures_are_per_socket():
+    peak = peak_for("cpu", "Intel(R) Xeon(R) Platinum 8480+", "32-true")
+    assert peak is not None and peak.per == "socket"
+
+
+def test_unknown_precision_is_an_error():
+    with pytest.raises(ValueError):
+        peak_for("cuda", "NVIDIA H100 80GB HBM3", "int8")
+
+
+def test_a_user_table_replaces_the_defaults():
+    mine = PeakEntry(
+        name="my H100",
+        accelerator="cuda",
+        pattern=r"H100",
+        memory_gb=80,
+        memory_bw_tb_s=3.35,
+        tdp_w=700,
+        bf16=900,
+        fp32=None,
+        tf32=None,
+        fp8=None,
+        source="measured by me",
+        as_of="2025-01-01",
+    )
+    peak = peak_for("cuda", "NVIDIA H100 PCIe", "bf16-mixed", table=[mine])
+    assert peak is not None and (peak.tflops, peak.source, peak.device) == (900, "measured by me", "my H100")
+
+
+def test_mfu():
+    peak = peak_for("cuda", "NVIDIA H100 80GB HBM3", "bf16-mixed")
+    assert mfu(494.5, peak, 1) == pytest.approx(0.5)
+    assert mfu(989 * 8 * 0.25, peak, 8) == pytest.approx(0.25)
+    assert mfu(100, 200.0, 1) == pytest.approx(0.5)
+    assert mfu(0.0, peak, 1) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("achieved", "peak", "world"), [(1, 100.0, 0), (1, 0.0, 1), (-1, 100.0, 1), (float("nan"), 100.0, 1)]
+)
+def test_mfu_rejects_bad_input(achieved, peak, world):
+    with pytest.raises(ValueError):
+        mfu(achieved, peak, world)
+
+
+def test_every_entry_carries_a_source_and_flags_only_its_own_figures():
+    for e in PEAKS:
+        assert e.source
+        assert e.estimates <= {"bf16", "fp32", "tf32", "fp8"}
+        for fig in e.estimates:
+            assert getattr(e, fig) is not None, (e.name, fig)
+
+
+# ---- the table matches the project's hardware fact sheet -------------------------------------------
+
+_ROW_NAMES = {
+    "Gaudi (HL-205)": "Gaudi (HL-205)",
+    "Gaudi2 (HL-225H)": "Gaudi2 (HL-225H)",
+    "Gaudi3 (HL-325L)": "Gaudi3 (HL-325L)",
+    "A100 SXM 80GB": "A100 SXM 80GB",
+    "H100 SXM": "H100 SXM",
+    "H200 SXM": "H200 SXM",
+    "CPU, Xeon 8480+ socket": "CPU, Xeon 8480+ socket",
+}
+
+
+def _number(cell: str) -> float | None:
+    m = re.match(r"~?(\d+(?:\.\d+)?)", cell.strip())  # "DDR5", "unknown", "-": no figure
+    return float(m.group(1)) if m else None
+
+
+@pytest.mark.skipif(not HARDWARE_MD.is_file(), reason="shared/hardware.md is not beside the checkout")
+def test_table_matches_hardware_md():
+    text = HARDWARE_MD.read_text(encoding="utf-8")
+    section = text.split("## Peaks", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("|") and not line.startswith("|---") and not line.startswith("| device")
+    ]
+    by_name = {e.name: e for e in PEAKS}
+    assert {r[0] for r in rows} == set(_ROW_NAMES)
+    for device, memory, bw, bf16, fp32_tf32, fp8, tdp, source in rows:
+        e = by_name[_ROW_NAMES[device]]
+        assert e.memory_gb == _number(memory), device
+        assert e.memory_bw_tb_s == _number(bw), device
+        assert e.bf16 == _number(bf16), device
+        assert e.fp32 == _number(fp32_tf32), device
+        tf32 = re.search(r"\((\d+(?:\.\d+)?)\)", fp32_tf32)
+        assert e.tf32 == (float(tf32.group(1)) if tf32 else None), device
+        assert e.fp8 == _number(fp8), device
+        assert e.tdp_w == _number(tdp), device
+        assert e.source == source, device
+        for fig, cell in (("bf16", bf16), ("fp32", fp32_tf32), ("fp8", fp8)):
+            assert (fig in e.estimates) == ("U" in cell.replace("unknown", "")), (device, fig)
