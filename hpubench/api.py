@@ -51,6 +51,15 @@ def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
     return Plan(spec, inventory, catalog, matrix.expand(spec, inventory, catalog))
 
 
+def check_out_dir(out: Path, resume: bool) -> None:
+    """Refuse to mix a new run into an existing one: its records must never be lost or blended."""
+    if not resume and ResultStore(out).exists():
+        raise UsageError(
+            f"results directory {str(out)!r} already holds a run; "
+            "pass --resume to continue it or choose another --out"
+        )
+
+
 def run_plan(
     plan: Plan,
     launcher: Launcher,
@@ -62,11 +71,6 @@ def run_plan(
     argv: list[str],
 ) -> list[CellResult]:
     store = ResultStore(out)
-    if not resume and store.exists():
-        raise UsageError(
-            f"results directory {str(out)!r} already holds a run; "
-            "pass --resume to continue it or choose another --out"
-        )
     if not store.exists() or store.read_meta() is None:
         store.write_meta(run_metadata(argv=argv, inventory=plan.inventory, spec_name=plan.spec.name))
     return launcher.run(plan.cells, store, timeout_s=timeout_s, resume=resume, on_event=on_event)

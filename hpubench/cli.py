@@ -12,8 +12,12 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
+
+try:  # recent typer releases vendor click; older ones use the click package
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as click_exc
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -41,7 +45,7 @@ app.add_typer(list_app, name="list")
 
 # Piped output (CI logs, files) gets wide tables instead of rich's 80-column default, so keys stay whole.
 out_console = Console() if sys.stdout.isatty() else Console(width=240)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=240)
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -168,6 +172,7 @@ def run(
         ),
     )
     out = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
+    api.check_out_dir(out, resume)
     with _launcher(workloads_from, isolation) as launcher:
         plan = api.make_plan(spec, launcher)
         runnable = sum(pc.runnable for pc in plan.cells)
@@ -204,6 +209,7 @@ def run(
         err_console.print(
             f"[red]{failed} cell(s) failed[/]; reasons are in the table and in {out}/cells.jsonl"
         )
+        raise typer.Exit(1)
 
 
 @list_app.command("cells")
@@ -299,19 +305,21 @@ def results(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit 2 with one line for any bad input, never a traceback for it."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)  # returns typer.Exit's code instead of raising it
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except UsageError as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.NoArgsIsHelpError:
+    except click_exc.NoArgsIsHelpError:
         sys.exit(0)
-    except click.UsageError as exc:
+    except click_exc.UsageError as exc:
         hint = f"; see 'hpubench {exc.ctx.command_path.split(' ', 1)[-1]} --help'" if exc.ctx else ""
         msg = " ".join(exc.format_message().split())
         err_console.print(f"error: {msg}{hint}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except click_exc.Abort:
         err_console.print("aborted")
         sys.exit(130)
-    except click.exceptions.Exit as exc:
+    except click_exc.Exit as exc:
         sys.exit(exc.exit_code)
