@@ -14,7 +14,7 @@ from typing import Any
 
 from hpubench.cell import Cell
 from hpubench.errors import CellSkipped
-from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult, Metrics
+from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 
 TRACEBACK_LINES = 40
 N_BATCHES = 4  # distinct synthetic batches cycled through, so no step sees the same data twice in a row
@@ -65,11 +65,12 @@ def _run(
     import torch
 
     import workloads
-    from hpubench import peaks, stats
+    from hpubench import peaks
     from hpubench.core import accelerators, precision
-    from hpubench.core.accelerators.base import StepFn
     from hpubench.core.strategies import SingleDevice
+    from hpubench.core.trainstep import build_step, make_optimizer, step_factory
     from hpubench.measure import TIMING_METHOD, measure_steps
+    from hpubench.metrics import build_metrics
     from workloads.flops import count_flops
 
     acc_cls = accelerators.get(cell.accelerator)
@@ -118,55 +119,9 @@ def _run(
         for _ in range(N_BATCHES)
     ]
 
-    capturable = cell.graphs and cell.accelerator == "cuda"
-    params = [p for p in model.parameters() if p.requires_grad]
-    if workload.optimizer == "sgd":
-        optimizer: torch.optim.Optimizer = torch.optim.SGD(params, lr=workload.lr, momentum=0.9)
-    else:
-        optimizer = torch.optim.AdamW(params, lr=workload.lr, capturable=capturable)
-
-    runtime["mode_requested"] = cell.mode
-    in_force = acc.mode_in_force(cell.mode)
-    runtime["mode_in_force"] = in_force
-    if in_force != cell.mode:
-        raise RuntimeError(
-            f"requested mode {cell.mode!r} but the device runs {in_force!r}; check PT_HPU_LAZY_MODE"
-        )
-    forward_model = model
-    if cell.mode == "compile":
-        options = acc.compile_options(cell.graphs)
-        runtime["compile"] = {k: str(v) for k, v in options.items()}
-        forward_model = torch.compile(model, **options)
-
-    scaler = prepared.scaler
-
-    def make_step(net: torch.nn.Module) -> StepFn:
-        def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-            optimizer.zero_grad(set_to_none=True)
-            with prepared.context():
-                loss = workload.loss(net, batch)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-            else:
-                loss.backward()
-            acc.after_backward()
-            if scaler is not None:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            acc.after_optimizer_step()
-            return loss.detach()
-
-        return step
-
-    if cell.graphs and cell.mode != "compile":
-        step = acc.graphed_step(make_step, forward_model, batches[0])
-        runtime["graphs"] = acc.graph_capture_name
-    else:
-        step = make_step(forward_model)
-        if cell.graphs:
-            runtime["graphs"] = f"{acc.graph_capture_name} (inside torch.compile)"
+    optimizer = make_optimizer(workload, model, capturable=cell.graphs and cell.accelerator == "cuda")
+    make_step = step_factory(workload, optimizer, prepared, acc)
+    step = build_step(cell, model, make_step, acc, batches[0], runtime)
 
     t_flops = time.perf_counter()
     flops_per_step = count_flops(workload, cell.size, batch_size)
@@ -190,37 +145,16 @@ def _run(
 
     samples_per_step = batch_size * strategy.world_size
     tokens_per_sample = workload.tokens_per_sample(cell.size)
-    tokens_per_step = samples_per_step * tokens_per_sample if tokens_per_sample else None
-    desc = stats.describe(times.measured_s)
-    sps = stats.throughput(times.measured_s, samples_per_step)
-    tps = stats.throughput(times.measured_s, tokens_per_step) if tokens_per_step else None
-    global_flops = flops_per_step * strategy.world_size if flops_per_step else None
-    achieved = global_flops * len(times.measured_s) / sum(times.measured_s) / 1e12 if global_flops else None
-    peak = peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32())
-    metrics = Metrics(
-        measured_steps=len(times.measured_s),
-        warmup_steps=len(times.warmup_s),
-        samples_per_step=samples_per_step,
-        tokens_per_step=tokens_per_step,
-        samples_per_s=sps.value,
-        samples_per_s_ci=(sps.lo, sps.hi),
-        tokens_per_s=tps.value if tps else None,
-        tokens_per_s_ci=(tps.lo, tps.hi) if tps else None,
-        confidence=sps.confidence,
-        step_time_mean_s=desc.mean,
-        step_time_std_s=desc.std,
-        step_time_p50_s=desc.p50,
-        step_time_p90_s=desc.p90,
-        step_time_p99_s=desc.p99,
-        first_step_s=times.warmup_s[0],
-        warmup_total_s=sum(times.warmup_s),
+    metrics = build_metrics(
+        warmup_s=times.warmup_s,
+        measured_s=times.measured_s,
         loss_first=times.loss_first,
         loss_last=times.loss_last,
-        flops_per_step=global_flops,
-        achieved_tflops=achieved,
-        peak_tflops=peak.tflops if peak else None,
-        peak_source=peak.source if peak else None,
-        mfu=peaks.mfu(achieved, peak, strategy.world_size) if (peak and achieved) else None,
+        samples_per_step=samples_per_step,
+        tokens_per_step=samples_per_step * tokens_per_sample if tokens_per_sample else None,
+        flops_per_step=flops_per_step * strategy.world_size if flops_per_step else None,
+        world_size=strategy.world_size,
+        peak=peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32()),
     )
     strategy.teardown()
     return CellResult(

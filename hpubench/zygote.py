@@ -66,6 +66,8 @@ PREWARM_MODULES = (
     "hpubench.core.accelerators",
     "hpubench.core.precision",
     "hpubench.core.strategies",
+    "hpubench.core.trainstep",
+    "hpubench.metrics",
     "hpubench.measure",
     "hpubench.stats",
     "hpubench.peaks",

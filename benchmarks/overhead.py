@@ -1,0 +1,597 @@
+"""What hpubench itself costs: its effect on measured throughput, and its fixed cost per cell.
+
+Run with ``make bench`` or ``python benchmarks/overhead.py [--quick] [--json PATH] [--threads N]``.
+It prints figures and never asserts on timings; it is not part of the test suite. CPU only.
+
+1. Throughput overhead. For mlp, gpt and resnet at size tiny, one real cell (fork isolation, the real
+   ``Launcher``, fresh result store each time) is set against a bare, hand-written PyTorch loop doing the
+   same work: same model and seed, the same four synthetic batches cycled in the same order, same batch
+   size, optimizer and learning rate, same warm-up and measured step counts. The bare loop runs in a child
+   forked from this process after ``import torch`` and before any torch op, which is how hpubench's
+   zygote makes its cell children, so both sides run in a fresh process with the default torch thread
+   count (reported). The bare loop is timed the simplest honest way: one ``perf_counter`` around the whole
+   measured loop after the warm-up, samples/s = batch size x steps / elapsed. No device sync is called:
+   CPU ops are synchronous, so there is nothing to wait for (on CUDA or HPU the bare loop would need one
+   sync before stopping the clock). hpubench's figure is the one in its record: batch size x steps over the
+   sum of the individually timed steps. The two sides alternate (A/B, then B/A) over several rounds;
+   the report gives medians, the paired ratio hpubench/bare per round (1.00 = no overhead) with its
+   min-max spread, and checks that both sides ended on the same loss (the same work was done).
+
+2. Per-cell fixed cost. Several tiny mlp cells (2 measured steps, 1 warm-up; each into its own store)
+   run through the Launcher; reported are ``runtime["dispatch_to_first_step_s"]`` (request sent ->
+   first training step starts, which includes building the model and data and counting FLOPs), the
+   launcher's dispatch -> child running figure, and the launcher's own per-cell overhead: wall time
+   between the launcher's "started" and "finished" events minus the worker's ``wall_s`` (fork, result
+   file, reap, store append with fsync). The zygote start (``Launcher.zygote_start_s``, paid once per
+   run) is reported beside the cost a naive one-interpreter-per-cell design pays every cell: a fresh
+   ``python -c "import torch"`` (median of 3), plus ``torch._dynamo`` which every optimizer imports, and
+   hpubench's own ``isolation="spawn"``. gpt, resnet and bert get one cell each, since their FLOP
+   counting (on the meta device) costs more per cell than mlp's.
+
+On a machine shared with other work the figures are noisy: the load average is printed at start and end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WARMUP_STEPS = 5
+# (workload, measured steps) for the throughput comparison, full and --quick.
+THROUGHPUT_PLAN = {
+    "full": [("mlp", 200), ("gpt", 60), ("resnet", 40)],
+    "quick": [("mlp", 60), ("gpt", 20)],
+}
+ROUNDS = {"full": 5, "quick": 2}
+FIXED_CELLS = {"full": 12, "quick": 4}  # tiny mlp cells for the per-cell fixed cost
+FIXED_OTHER = ("gpt", "resnet", "bert")  # one cell each
+NAIVE_REPEATS = {"full": 3, "quick": 2}
+SPAWN_CELLS = {"full": 2, "quick": 1}
+CELL_TIMEOUT_S = 600.0
+
+
+# ---- small helpers --------------------------------------------------------------------------------------
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def _spread(xs: list[float]) -> dict[str, float | None]:
+    if not xs:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def _f(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 1e3:.1f} ms"
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _in_fork(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``fn`` in a forked child and return its JSON-able result (or {"error": ...})."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: never returns
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload = fn()
+            except BaseException:
+                payload = {"error": traceback.format_exc()}
+                code = 1
+            data = json.dumps(payload).encode()
+            while data:
+                data = data[os.write(w, data) :]
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as f:
+        while chunk := f.read(65536):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError:
+        return {"error": f"child ended without a result (wait status {status})"}
+
+
+# ---- the bare loop (runs in a forked child) --------------------------------------------------------------
+
+
+def _bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps: int) -> dict[str, Any]:
+    import torch
+
+    import workloads
+    from hpubench.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
+
+    wl = workloads.get(workload_name)
+    device = torch.device("cpu")
+    torch.manual_seed(SEED)
+    model = wl.build_model(size).to(device)
+    model.train()
+    gen = torch.Generator(device=device)
+    gen.manual_seed(SEED)
+    batches = [wl.make_batch(size, batch_size, device, gen) for _ in range(N_BATCHES)]
+    params = [p for p in model.parameters() if p.requires_grad]
+    if wl.optimizer == "sgd":
+        opt: torch.optim.Optimizer = torch.optim.SGD(params, lr=wl.lr, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(params, lr=wl.lr)
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        loss = wl.loss(model, batch)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for i in range(warmup):
+        step(batches[i % N_BATCHES])
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = step(batches[(warmup + i) % N_BATCHES])
+    elapsed = time.perf_counter() - t0
+    return {
+        "elapsed_s": elapsed,
+        "samples_per_s": batch_size * steps / elapsed,
+        "loss_last": float(loss.detach()),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def _bookkeeping_costs() -> dict[str, Any]:
+    """What hpubench adds around each CPU step, in a forked child: sync call, clock reads, loss copy."""
+    import torch
+
+    from hpubench.core.accelerators.cpu import CPUAccelerator
+
+    acc = CPUAccelerator(0)
+    n = 200_000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        acc.synchronize()
+    sync_s = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    for _ in range(n):
+        time.perf_counter()
+    clock_s = (time.perf_counter() - t0) / n
+    loss = torch.ones((), requires_grad=True) * 2.0
+    m = 20_000
+    t0 = time.perf_counter()
+    for _ in range(m):
+        loss.detach().clone()
+    clone_s = (time.perf_counter() - t0) / m
+    return {"synchronize_call_s": sync_s, "perf_counter_call_s": clock_s, "loss_detach_clone_s": clone_s}
+
+
+# ---- hpubench side -------------------------------------------------------------------------------------
+
+
+class _EventClock:
+    """Wall time between a cell's "started" and "finished" launcher events, plus the finished event."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.event: Any = None
+
+    def __call__(self, event: Any) -> None:
+        if event.kind == "started":
+            self.started = time.perf_counter()
+        elif event.kind == "finished":
+            self.finished = time.perf_counter()
+            self.event = event
+
+    @property
+    def cell_s(self) -> float | None:
+        if self.started is None or self.finished is None:
+            return None
+        return self.finished - self.started
+
+
+def _run_cell(launcher: Any, cell: Any, store_dir: Path) -> tuple[Any, _EventClock]:
+    from hpubench.cell import PlannedCell
+    from hpubench.store import ResultStore
+
+    clock = _EventClock()
+    (result,) = launcher.run(
+        [PlannedCell(cell)], ResultStore(store_dir), timeout_s=CELL_TIMEOUT_S, on_event=clock
+    )
+    return result, clock
+
+
+def _fixed_cost_row(result: Any, clock: _EventClock) -> dict[str, Any]:
+    rt = result.runtime or {}
+    overhead = clock.cell_s - result.wall_s if (clock.cell_s is not None and result.wall_s) else None
+    ev = clock.event
+    return {
+        "status": result.status,
+        "reason": result.reason,
+        "dispatch_to_child_s": ev.dispatch_s if ev is not None else None,
+        "dispatch_to_first_step_s": rt.get("dispatch_to_first_step_s"),
+        "setup_s": rt.get("setup_s"),
+        "flops_count_s": rt.get("flops_count_s"),
+        "worker_wall_s": result.wall_s,
+        "event_wall_s": ev.wall_s if ev is not None else None,
+        "cell_wall_s": clock.cell_s,
+        "launcher_overhead_s": overhead,
+    }
+
+
+# ---- part 1: throughput ----------------------------------------------------------------------------------
+
+
+def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, tmp: Path) -> list[dict]:
+    import workloads
+    from hpubench.cell import Cell
+
+    out = []
+    for name, steps in plan:
+        bs = workloads.get(name).sizes["tiny"].batch_size
+        cell = Cell(name, "tiny", "cpu", warmup_steps=WARMUP_STEPS, steps=steps)
+        hp: list[dict[str, Any]] = []
+        bare: list[dict[str, Any]] = []
+        print(f"  {name}: {rounds} rounds of {steps} steps ", end="", flush=True)
+        for rnd in range(rounds):
+            order = ("hpubench", "bare") if rnd % 2 == 0 else ("bare", "hpubench")
+            for side in order:
+                if side == "hpubench":
+                    r, _ = _run_cell(launcher, cell, tmp / f"tp-{name}-{rnd}")
+                    m = r.metrics
+                    hp.append(
+                        {
+                            "status": r.status,
+                            "reason": r.reason,
+                            "samples_per_s": m.samples_per_s if m else None,
+                            "sum_step_s": sum(r.step_times_s) if r.step_times_s else None,
+                            "loss_last": m.loss_last if m else None,
+                            "torch_threads": (r.runtime.get("env_flags") or {}).get("torch_num_threads"),
+                        }
+                    )
+                else:
+                    bare.append(
+                        _in_fork(lambda n=name, b=bs, s=steps: _bare_loop(n, "tiny", b, WARMUP_STEPS, s))
+                    )
+            print(".", end="", flush=True)
+        print()
+        ratios = [
+            h["samples_per_s"] / b["samples_per_s"]
+            for h, b in zip(hp, bare, strict=True)
+            if h.get("samples_per_s") and b.get("samples_per_s")
+        ]
+        hp_sps = [h["samples_per_s"] for h in hp if h.get("samples_per_s")]
+        bare_sps = [b["samples_per_s"] for b in bare if b.get("samples_per_s")]
+        loss_pairs = [
+            (h["loss_last"], b["loss_last"])
+            for h, b in zip(hp, bare, strict=True)
+            if h.get("loss_last") is not None and b.get("loss_last") is not None
+        ]
+        errors = [h["reason"] for h in hp if h.get("status") != "ok"] + [
+            b["error"].strip().splitlines()[-1] for b in bare if "error" in b
+        ]
+        out.append(
+            {
+                "workload": name,
+                "size": "tiny",
+                "batch_size": bs,
+                "steps": steps,
+                "warmup_steps": WARMUP_STEPS,
+                "rounds": rounds,
+                "hpubench_samples_per_s": _spread(hp_sps),
+                "bare_samples_per_s": _spread(bare_sps),
+                "ratio_hpubench_over_bare": _spread(ratios),
+                "max_abs_loss_diff": max((abs(a - b) for a, b in loss_pairs), default=None),
+                "torch_threads_hpubench": sorted({str(h.get("torch_threads")) for h in hp}),
+                "torch_threads_bare": sorted({str(b.get("torch_threads")) for b in bare}),
+                "errors": errors,
+                "per_round": {"hpubench": hp, "bare": bare},
+            }
+        )
+    return out
+
+
+# ---- part 2: fixed cost ----------------------------------------------------------------------------------
+
+
+def measure_fixed_cost(launcher: Any, n_mlp: int, tmp: Path) -> dict[str, Any]:
+    from hpubench.cell import Cell
+
+    rows = []
+    print(f"  {n_mlp} tiny mlp cells ", end="", flush=True)
+    for i in range(n_mlp):
+        r, clock = _run_cell(launcher, Cell("mlp", "tiny", "cpu", warmup_steps=1, steps=2), tmp / f"fx-{i}")
+        rows.append(_fixed_cost_row(r, clock))
+        print(".", end="", flush=True)
+    print()
+    others = {}
+    for name in FIXED_OTHER:
+        print(f"  one tiny {name} cell", flush=True)
+        r, clock = _run_cell(launcher, Cell(name, "tiny", "cpu", warmup_steps=1, steps=2), tmp / f"fx-{name}")
+        others[name] = _fixed_cost_row(r, clock)
+
+    def col(key: str) -> dict[str, float | None]:
+        return _spread([row[key] for row in rows if row.get(key) is not None])
+
+    return {
+        "mlp_cells": n_mlp,
+        "mlp": {
+            k: col(k)
+            for k in (
+                "dispatch_to_child_s",
+                "dispatch_to_first_step_s",
+                "setup_s",
+                "flops_count_s",
+                "worker_wall_s",
+                "launcher_overhead_s",
+                "cell_wall_s",
+            )
+        },
+        "mlp_first_cell": rows[0] if rows else None,
+        "mlp_rows": rows,
+        "event_wall_equals_record_wall": all(r["event_wall_s"] == r["worker_wall_s"] for r in rows),
+        "one_cell_each": others,
+    }
+
+
+def measure_naive(repeats: int) -> dict[str, Any]:
+    out = {}
+    variants = (("import torch", "import torch"), ("import torch, torch._dynamo", "import torch._dynamo"))
+    for label, code in variants:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times.append(time.perf_counter() - t0)
+        out[label] = _spread(times)
+        print(f"  fresh interpreter, {label}: {repeats}x", flush=True)
+    return out
+
+
+def measure_spawn(n: int, tmp: Path) -> dict[str, Any]:
+    from hpubench.cell import Cell
+    from hpubench.launch import Launcher
+
+    rows = []
+    with Launcher(isolation="spawn") as launcher:
+        for i in range(n):
+            cell = Cell("mlp", "tiny", "cpu", warmup_steps=1, steps=2)
+            r, clock = _run_cell(launcher, cell, tmp / f"sp-{i}")
+            rows.append(_fixed_cost_row(r, clock))
+    print(f"  {n} tiny mlp cell(s) with isolation='spawn'", flush=True)
+    return {
+        "cells": n,
+        "dispatch_to_first_step_s": _spread(
+            [r["dispatch_to_first_step_s"] for r in rows if r["dispatch_to_first_step_s"] is not None]
+        ),
+        "launcher_overhead_s": _spread(
+            [r["launcher_overhead_s"] for r in rows if r["launcher_overhead_s"] is not None]
+        ),
+        "rows": rows,
+    }
+
+
+# ---- report --------------------------------------------------------------------------------------------
+
+
+def _range(s: dict[str, Any], fmt: str) -> str:
+    return f"{_f(s['median'], fmt)} ({_f(s['min'], fmt)}-{_f(s['max'], fmt)})"
+
+
+def print_report(res: dict[str, Any]) -> None:
+    env = res["environment"]
+    print()
+    print("=" * 100)
+    print(f"hpubench overhead benchmark ({res['mode']} run, {res['total_s']:.0f} s)")
+    print(
+        f"host: {env['cpu']}, {env['cpu_count']} CPUs; torch {env['torch']}; Python {env['python']}; "
+        f"OMP_NUM_THREADS={env['OMP_NUM_THREADS'] or 'unset'}"
+    )
+    print(f"load average (1/5/15 min): start {env['loadavg_start']}, end {env['loadavg_end']}")
+
+    print()
+    print("1. Throughput: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
+    print(
+        f"   medians over rounds, (min-max); ratio = hpubench/bare paired per round, 1.00 = no overhead; "
+        f"warm-up {WARMUP_STEPS} steps"
+    )
+    head = (
+        f"   {'workload':<8} {'bs':>3} {'steps':>5} {'threads':>8}  {'hpubench samples/s':<26} "
+        f"{'bare samples/s':<26} {'ratio':<20} {'loss':<6}"
+    )
+    print(head)
+    print("   " + "-" * (len(head) - 3))
+    for t in res["throughput"]:
+        threads = f"{'/'.join(t['torch_threads_hpubench'])}|{'/'.join(t['torch_threads_bare'])}"
+        diff = t["max_abs_loss_diff"]
+        loss = "n/a" if diff is None else ("same" if diff == 0 else f"d={diff:.1e}")
+        print(
+            f"   {t['workload']:<8} {t['batch_size']:>3} {t['steps']:>5} {threads:>8}  "
+            f"{_range(t['hpubench_samples_per_s'], '.0f'):<26} {_range(t['bare_samples_per_s'], '.0f'):<26} "
+            f"{_range(t['ratio_hpubench_over_bare'], '.3f'):<20} {loss:<6}"
+        )
+        for e in t["errors"]:
+            print(f"     error: {e}")
+    print("   threads = torch.get_num_threads() in the hpubench cell child | in the bare child")
+    print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
+    bk = res["bookkeeping"]
+    if "error" not in bk:
+        per_step = 2 * bk["synchronize_call_s"] + 2 * bk["perf_counter_call_s"]
+        print(
+            f"   per-step timing on CPU: acc.synchronize() is an empty method "
+            f"({bk['synchronize_call_s'] * 1e9:.0f} ns a call; CPU ops are synchronous, so it waits for "
+            f"nothing) and perf_counter costs "
+            f"{bk['perf_counter_call_s'] * 1e9:.0f} ns:"
+        )
+        print(
+            f"   ~{per_step * 1e6:.2f} us of bookkeeping per step; the per-step loss copy "
+            f"(loss.detach().clone(), {bk['loss_detach_clone_s'] * 1e6:.1f} us) falls between timed steps,"
+        )
+        print(
+            "   so hpubench's samples/s (batch x steps / sum of step times) leaves it out while the bare "
+            "loop's single clock includes its own loop overhead."
+        )
+
+    fx = res["fixed_cost"]
+    print()
+    print("2. Per-cell fixed cost (fork isolation, pre-warmed zygote)")
+    zs = res["zygote_start_s"]
+    print(
+        f"   zygote start, paid once per run (import torch + pre-imports): "
+        f"{', '.join(f'{z:.2f} s' for z in zs) or 'n/a'}"
+    )
+    m = fx["mlp"]
+    print(f"   {fx['mlp_cells']} tiny mlp cells, 2 steps + 1 warm-up each:   {'median':>10} {'max':>10}")
+    labels = [
+        ("dispatch_to_child_s", "request sent -> child running"),
+        ("dispatch_to_first_step_s", "request sent -> first training step"),
+        ("setup_s", "  of which setup in the child"),
+        ("flops_count_s", "    of which FLOP counting"),
+        ("worker_wall_s", "worker wall (run_cell)"),
+        ("launcher_overhead_s", "launcher overhead (cell wall - worker wall)"),
+        ("cell_wall_s", "cell wall (started -> finished event)"),
+    ]
+    for key, label in labels:
+        print(f"   {label:<45} {_ms(m[key]['median']):>10} {_ms(m[key]['max']):>10}")
+    first = fx["mlp_first_cell"]
+    if first:
+        print(
+            f"   first cell after the zygote started: dispatch -> first step "
+            f"{_ms(first['dispatch_to_first_step_s'])}, launcher overhead {_ms(first['launcher_overhead_s'])}"
+        )
+    if fx["event_wall_equals_record_wall"]:
+        print(
+            "   (the launcher's finished event carries the record's own wall_s, so event wall_s - record "
+            "wall_s is 0; the overhead above uses the wall time between the events instead)"
+        )
+    print(
+        f"   {'one cell each':<14} {'to child':>10} {'to 1st step':>12} {'setup':>10} {'FLOPs':>10} "
+        f"{'launcher':>10} {'status':>8}"
+    )
+    for name, row in fx["one_cell_each"].items():
+        print(
+            f"   {name:<14} {_ms(row['dispatch_to_child_s']):>10} {_ms(row['dispatch_to_first_step_s']):>12} "
+            f"{_ms(row['setup_s']):>10} {_ms(row['flops_count_s']):>10} "
+            f"{_ms(row['launcher_overhead_s']):>10} {row['status']:>8}"
+        )
+    print("   Naive alternative, one fresh interpreter per cell, paid by every cell:")
+    d2f = m["dispatch_to_first_step_s"]["median"]
+    for label, s in res["naive"].items():
+        ratio = s["median"] / d2f if (s["median"] and d2f) else None
+        print(
+            f"   {'python -c ' + repr(label):<45} {_ms(s['median']):>10} (median of {s['n']}) "
+            f"= {_f(ratio, '.0f')}x hpubench's median dispatch -> first step"
+        )
+    sp = res["spawn"]
+    s = sp["dispatch_to_first_step_s"]
+    ratio = s["median"] / d2f if (s["median"] and d2f) else None
+    print(
+        f"   {'hpubench --isolation spawn, to 1st step':<45} {_ms(s['median']):>10} (median of {s['n']}) "
+        f"= {_f(ratio, '.0f')}x fork"
+    )
+    print("=" * 100)
+
+
+# ---- main ----------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, steps and cells (~1 minute)")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure to this JSON file")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="set OMP_NUM_THREADS=N for both sides (default: leave torch's default thread count)",
+    )
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be >= 1")
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch is imported anywhere
+
+    t_start = time.perf_counter()
+    mode = "quick" if args.quick else "full"
+    load_start = _loadavg()
+
+    # Imports only: no torch op may run in this process, or forked children can hang (OpenMP pool).
+    import torch
+    import torch._dynamo  # optimizers import it; pay it once here, not in every bare child
+
+    import workloads  # noqa: F401
+    from hpubench.core.accelerators.cpu import cpu_model_name
+    from hpubench.launch import Launcher
+
+    print(f"hpubench overhead benchmark, {mode} run: measuring ...", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="hpubench-overhead-"))
+    try:
+        with Launcher(isolation="fork") as launcher:
+            inventory, _ = launcher.detect()  # starts the zygote, as `hpubench run` does
+            del inventory
+            print("  bookkeeping micro-costs", flush=True)
+            bookkeeping = _in_fork(_bookkeeping_costs)
+            throughput = measure_throughput(launcher, THROUGHPUT_PLAN[mode], ROUNDS[mode], tmp)
+            fixed = measure_fixed_cost(launcher, FIXED_CELLS[mode], tmp)
+            zygote_start_s = list(launcher.zygote_start_s)
+        naive = measure_naive(NAIVE_REPEATS[mode])
+        spawn = measure_spawn(SPAWN_CELLS[mode], tmp)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    res = {
+        "mode": mode,
+        "total_s": time.perf_counter() - t_start,
+        "environment": {
+            "cpu": cpu_model_name(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+            "loadavg_start": load_start,
+            "loadavg_end": _loadavg(),
+        },
+        "bookkeeping": bookkeeping,
+        "throughput": throughput,
+        "zygote_start_s": zygote_start_s,
+        "fixed_cost": fixed,
+        "naive": naive,
+        "spawn": spawn,
+    }
+    print_report(res)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(res, indent=2, default=str) + "\n")
+        print(f"figures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
