@@ -6,17 +6,25 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install smoke test bench lint format
+.PHONY: install browser smoke test bench lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
 	$(PY) -m pip install -e ".[dev]"
 
+# The report is written even when a cell failed (it lists failures with reasons); the run's exit code is kept.
 smoke: install
-	$(PY) -m hpubench run --matrix smoke --out $(RUN_DIR) --resume
-	$(PY) -m hpubench results $(RUN_DIR)
+	@$(PY) -m hpubench run --matrix smoke --out $(RUN_DIR) --resume; rc=$$?; \
+	  $(PY) -m hpubench report $(RUN_DIR) -o $(RUN_DIR)/report.html && echo "report: $(RUN_DIR)/report.html"; \
+	  exit $$rc
 
-test: install
+# Headless Chromium (Debian's package) for the HTML report tests; installed only when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+test: install browser
 	$(PY) -m pytest -q
 
 bench: install

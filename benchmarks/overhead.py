@@ -1,6 +1,7 @@
 """What hpubench itself costs: its effect on measured throughput, and its fixed cost per cell.
 
-Run with ``make bench`` or ``python benchmarks/overhead.py [--quick] [--json PATH] [--threads N]``.
+Run with ``make bench`` or
+``python benchmarks/overhead.py [--quick] [--json PATH] [--rounds N] [--threads N]``.
 It prints figures and never asserts on timings; it is not part of the test suite. CPU only.
 
 1. Throughput overhead. For mlp, gpt and resnet at size tiny, one real cell (fork isolation, the real
@@ -28,7 +29,10 @@ It prints figures and never asserts on timings; it is not part of the test suite
    hpubench's own ``isolation="spawn"``. gpt, resnet and bert get one cell each, since their FLOP
    counting (on the meta device) costs more per cell than mlp's.
 
-On a machine shared with other work the figures are noisy: the load average is printed at start and end.
+On a machine shared with other work the throughput figures are noisy, badly so with several torch threads
+(a step stalls while any of its threads is descheduled), so the report also prints the load average and the
+CPU time other processes used during the run, and the ratio of the fastest rounds. ``--threads N`` sets
+``OMP_NUM_THREADS`` for both sides; ``--rounds N`` changes the number of A/B rounds.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,10 +69,6 @@ CELL_TIMEOUT_S = 600.0
 # ---- small helpers --------------------------------------------------------------------------------------
 
 
-def _median(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
 def _spread(xs: list[float]) -> dict[str, float | None]:
     if not xs:
         return {"median": None, "min": None, "max": None, "n": 0}
@@ -87,6 +88,25 @@ def _loadavg() -> list[float] | None:
         return [round(v, 2) for v in os.getloadavg()]
     except OSError:
         return None
+
+
+def _host_busy_s() -> float | None:
+    """CPU seconds the whole machine spent busy since boot (all cores), from /proc/stat; None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds used by this process and every descendant reaped so far (zygote and cells included)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _in_fork(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -270,6 +290,8 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                             "reason": r.reason,
                             "samples_per_s": m.samples_per_s if m else None,
                             "sum_step_s": sum(r.step_times_s) if r.step_times_s else None,
+                            "step_p50_s": m.step_time_p50_s if m else None,
+                            "step_min_s": min(r.step_times_s) if r.step_times_s else None,
                             "loss_last": m.loss_last if m else None,
                             "torch_threads": (r.runtime.get("env_flags") or {}).get("torch_num_threads"),
                         }
@@ -306,6 +328,8 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                 "hpubench_samples_per_s": _spread(hp_sps),
                 "bare_samples_per_s": _spread(bare_sps),
                 "ratio_hpubench_over_bare": _spread(ratios),
+                # Fastest round of each side: the one least disturbed by anything else on the machine.
+                "ratio_best_rounds": max(hp_sps) / max(bare_sps) if hp_sps and bare_sps else None,
                 "max_abs_loss_diff": max((abs(a - b) for a, b in loss_pairs), default=None),
                 "torch_threads_hpubench": sorted({str(h.get("torch_threads")) for h in hp}),
                 "torch_threads_bare": sorted({str(b.get("torch_threads")) for b in bare}),
@@ -413,6 +437,24 @@ def print_report(res: dict[str, Any]) -> None:
         f"OMP_NUM_THREADS={env['OMP_NUM_THREADS'] or 'unset'}"
     )
     print(f"load average (1/5/15 min): start {env['loadavg_start']}, end {env['loadavg_end']}")
+    cores = env.get("other_processes_cores")
+    if cores is not None:
+        print(
+            f"other processes on this machine used {env['other_processes_cpu_s']:.0f} CPU-s during the run, "
+            f"{cores:.2f} of {env['cpu_count']} cores on average"
+        )
+        if cores > 0.25:
+            threads = {th for t in res["throughput"] for th in t["torch_threads_bare"]}
+            print("   NOTE: the machine was shared, so the throughput figures carry that noise.", end="")
+            if threads - {"1"}:
+                print(" With several torch threads a step")
+                print(
+                    "   stalls whenever one of its threads is descheduled: compare the best-round ratio, "
+                    "re-run on an idle machine,"
+                )
+                print("   or add --threads 1 (applies to both sides).")
+            else:
+                print(" Compare the best-round ratio, or re-run on an idle machine.")
 
     print()
     print("1. Throughput: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
@@ -422,7 +464,7 @@ def print_report(res: dict[str, Any]) -> None:
     )
     head = (
         f"   {'workload':<8} {'bs':>3} {'steps':>5} {'threads':>8}  {'hpubench samples/s':<26} "
-        f"{'bare samples/s':<26} {'ratio':<20} {'loss':<6}"
+        f"{'bare samples/s':<26} {'ratio':<20} {'best':<6} {'loss':<6}"
     )
     print(head)
     print("   " + "-" * (len(head) - 3))
@@ -433,29 +475,34 @@ def print_report(res: dict[str, Any]) -> None:
         print(
             f"   {t['workload']:<8} {t['batch_size']:>3} {t['steps']:>5} {threads:>8}  "
             f"{_range(t['hpubench_samples_per_s'], '.0f'):<26} {_range(t['bare_samples_per_s'], '.0f'):<26} "
-            f"{_range(t['ratio_hpubench_over_bare'], '.3f'):<20} {loss:<6}"
+            f"{_range(t['ratio_hpubench_over_bare'], '.3f'):<20} {_f(t['ratio_best_rounds'], '.3f'):<6} "
+            f"{loss:<6}"
         )
         for e in t["errors"]:
             print(f"     error: {e}")
     print("   threads = torch.get_num_threads() in the hpubench cell child | in the bare child")
+    print("   best = fastest hpubench round / fastest bare round (least disturbed by other load)")
     print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
     bk = res["bookkeeping"]
     if "error" not in bk:
         per_step = 2 * bk["synchronize_call_s"] + 2 * bk["perf_counter_call_s"]
         print(
-            f"   per-step timing on CPU: acc.synchronize() is an empty method "
-            f"({bk['synchronize_call_s'] * 1e9:.0f} ns a call; CPU ops are synchronous, so it waits for "
-            f"nothing) and perf_counter costs "
-            f"{bk['perf_counter_call_s'] * 1e9:.0f} ns:"
+            "   hpubench times every step alone, acc.synchronize() before and after. On CPU that sync is an "
+            f"empty method ({bk['synchronize_call_s'] * 1e9:.0f} ns"
         )
         print(
-            f"   ~{per_step * 1e6:.2f} us of bookkeeping per step; the per-step loss copy "
-            f"(loss.detach().clone(), {bk['loss_detach_clone_s'] * 1e6:.1f} us) falls between timed steps,"
+            "   a call): CPU ops are synchronous, so it waits for nothing and costs nothing. With two "
+            f"perf_counter reads ({bk['perf_counter_call_s'] * 1e9:.0f} ns"
         )
         print(
-            "   so hpubench's samples/s (batch x steps / sum of step times) leaves it out while the bare "
-            "loop's single clock includes its own loop overhead."
+            f"   each) the timing adds ~{per_step * 1e6:.2f} us a step. The per-step loss copy "
+            f"(loss.detach().clone(), {bk['loss_detach_clone_s'] * 1e6:.1f} us) falls"
         )
+        print(
+            "   between timed steps, so hpubench's samples/s (batch x steps / sum of step times) leaves it "
+            "out; the bare loop's"
+        )
+        print("   single clock includes its own loop overhead.")
 
     fx = res["fixed_cost"]
     print()
@@ -487,7 +534,8 @@ def print_report(res: dict[str, Any]) -> None:
     if fx["event_wall_equals_record_wall"]:
         print(
             "   (the launcher's finished event carries the record's own wall_s, so event wall_s - record "
-            "wall_s is 0; the overhead above uses the wall time between the events instead)"
+            "wall_s is 0 by\n    construction; launcher overhead above is the wall time between the "
+            "started and finished events instead)"
         )
     print(
         f"   {'one cell each':<14} {'to child':>10} {'to 1st step':>12} {'setup':>10} {'FLOPs':>10} "
@@ -499,6 +547,8 @@ def print_report(res: dict[str, Any]) -> None:
             f"{_ms(row['setup_s']):>10} {_ms(row['flops_count_s']):>10} "
             f"{_ms(row['launcher_overhead_s']):>10} {row['status']:>8}"
         )
+        if row["status"] != "ok":
+            print(f"     {row['reason']}")
     print("   Naive alternative, one fresh interpreter per cell, paid by every cell:")
     d2f = m["dispatch_to_first_step_s"]["median"]
     for label, s in res["naive"].items():
@@ -525,12 +575,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds, steps and cells (~1 minute)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure to this JSON file")
     parser.add_argument(
+        "--rounds", type=int, metavar="N", help="A/B rounds per workload (default 5; 2 with --quick)"
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         metavar="N",
         help="set OMP_NUM_THREADS=N for both sides (default: leave torch's default thread count)",
     )
     args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds must be >= 1")
     if args.threads is not None:
         if args.threads < 1:
             parser.error("--threads must be >= 1")
@@ -539,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     mode = "quick" if args.quick else "full"
     load_start = _loadavg()
+    busy_start, own_start = _host_busy_s(), _own_cpu_s()
 
     # Imports only: no torch op may run in this process, or forked children can hang (OpenMP pool).
     import torch
@@ -556,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             del inventory
             print("  bookkeeping micro-costs", flush=True)
             bookkeeping = _in_fork(_bookkeeping_costs)
-            throughput = measure_throughput(launcher, THROUGHPUT_PLAN[mode], ROUNDS[mode], tmp)
+            rounds = args.rounds or ROUNDS[mode]
+            throughput = measure_throughput(launcher, THROUGHPUT_PLAN[mode], rounds, tmp)
             fixed = measure_fixed_cost(launcher, FIXED_CELLS[mode], tmp)
             zygote_start_s = list(launcher.zygote_start_s)
         naive = measure_naive(NAIVE_REPEATS[mode])
@@ -566,9 +623,15 @@ def main(argv: list[str] | None = None) -> int:
 
         shutil.rmtree(tmp, ignore_errors=True)
 
+    total_s = time.perf_counter() - t_start
+    busy_end = _host_busy_s()
+    others = None
+    if busy_start is not None and busy_end is not None:
+        # Whatever the machine was busy with that this benchmark's own process tree did not use.
+        others = max(0.0, (busy_end - busy_start) - (_own_cpu_s() - own_start))
     res = {
         "mode": mode,
-        "total_s": time.perf_counter() - t_start,
+        "total_s": total_s,
         "environment": {
             "cpu": cpu_model_name(),
             "cpu_count": os.cpu_count(),
@@ -577,6 +640,8 @@ def main(argv: list[str] | None = None) -> int:
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
             "loadavg_start": load_start,
             "loadavg_end": _loadavg(),
+            "other_processes_cpu_s": others,
+            "other_processes_cores": None if others is None else others / total_s,
         },
         "bookkeeping": bookkeeping,
         "throughput": throughput,

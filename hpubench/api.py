@@ -6,17 +6,18 @@ The CLI only parses and prints.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import matrix
+from hpubench import cluster, matrix
 from hpubench.cell import PlannedCell
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
 from hpubench.launch import Event, Launcher
 from hpubench.record import CellResult
+from hpubench.runoptions import RunOptions
 from hpubench.store import ResultStore, run_metadata
 
 
@@ -48,7 +49,9 @@ class Plan:
 
 def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
     inventory, catalog = launcher.detect()
-    return Plan(spec, inventory, catalog, matrix.expand(spec, inventory, catalog))
+    cells = matrix.expand(spec, inventory, catalog)
+    cluster.check_cells(launcher.cluster, [pc.cell for pc in cells if pc.runnable])
+    return Plan(spec, inventory, catalog, cells)
 
 
 def check_out_dir(out: Path, resume: bool) -> None:
@@ -60,6 +63,39 @@ def check_out_dir(out: Path, resume: bool) -> None:
         )
 
 
+def resolve_cluster(
+    spec: matrix.MatrixSpec,
+    environ: Mapping[str, str],
+    *,
+    node_rank: int | None = None,
+    master_addr: str | None = None,
+    master_port: int | None = None,
+) -> cluster.ClusterEnv | None:
+    """This node's place in a multi-node run (``hpubench.cluster``); None when no cell spans nodes.
+
+    Checked before anything starts, so a misconfigured node fails in a second, not at a rendezvous
+    timeout; node 0 also checks that it can host the rendezvous on MASTER_PORT.
+    """
+    max_nodes = max((n for g in spec.grids for n in g.nodes), default=1)
+    env = cluster.resolve(
+        environ, max_nodes=max_nodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port
+    )
+    if env is not None and env.is_node_zero:
+        cluster.check_port_free(env.master_port, env.master_port_from)
+    return env
+
+
+class NodeStore(ResultStore):
+    """The store of a node other than 0: it reads (a shared --out may hold node 0's records, which keeps
+    --resume in step with node 0) but never writes: node 0 writes each multi-node cell's one record."""
+
+    def append(self, result: CellResult) -> None:
+        return None
+
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        return None
+
+
 def run_plan(
     plan: Plan,
     launcher: Launcher,
@@ -69,8 +105,30 @@ def run_plan(
     timeout_s: float,
     on_event: Callable[[Event], None],
     argv: list[str],
+    repeat: int = 1,
+    options: RunOptions | None = None,
 ) -> list[CellResult]:
-    store = ResultStore(out)
+    """``options``: what to observe beside the figures; traces go under ``out``/traces."""
+    node = launcher.cluster
+    store = NodeStore(out) if node is not None and not node.is_node_zero else ResultStore(out)
+    if options is not None:
+        options = replace(options, output_dir=str(Path(out).resolve()))
     if not store.exists() or store.read_meta() is None:
-        store.write_meta(run_metadata(argv=argv, inventory=plan.inventory, spec_name=plan.spec.name))
-    return launcher.run(plan.cells, store, timeout_s=timeout_s, resume=resume, on_event=on_event)
+        store.write_meta(
+            run_metadata(
+                argv=argv,
+                inventory=plan.inventory,
+                spec_name=plan.spec.name,
+                repeat=repeat,
+                **({"cluster": asdict(node)} if node is not None else {}),
+            )
+        )
+    return launcher.run(
+        plan.cells,
+        store,
+        timeout_s=timeout_s,
+        resume=resume,
+        on_event=on_event,
+        repeat=repeat,
+        options=options,
+    )

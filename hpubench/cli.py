@@ -72,6 +72,108 @@ WarmOpt = Annotated[int | None, typer.Option("--warmup-steps", help="Warm-up ste
 FilesOpt = Annotated[
     list[Path] | None, typer.Option("--workloads-from", help="Python file(s) registering workloads.")
 ]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        help="Workload option name=value (repeatable), part of the cell key; e.g. extra_work=0.1 plants a "
+        "10% slowdown.",
+    ),
+]
+
+# What to observe beside the figures (hpubench.runoptions); none of these changes a cell or its key.
+TelemetryOpt = Annotated[
+    bool,
+    typer.Option(
+        "--telemetry/--no-telemetry",
+        help="Sample power/energy during the measured steps (HLML on HPU, NVML on CUDA, RAPL on CPU); "
+        "absent sources are recorded as absent.",
+    ),
+]
+TelemetryIntervalOpt = Annotated[
+    float, typer.Option("--telemetry-interval", help="Seconds between telemetry polls.")
+]
+MemoryEveryOpt = Annotated[
+    int,
+    typer.Option(
+        "--memory-every",
+        help="Memory timeline: sample device memory after every warm-up step and every K-th measured "
+        "step (0 = off).",
+    ),
+]
+LoaderOpt = Annotated[
+    str,
+    typer.Option(
+        "--loader",
+        help="device (batches already on the device) or host: also time a pass fed by a host-side "
+        "loader, data wait vs compute per step.",
+    ),
+]
+EnergyPriceOpt = Annotated[
+    float | None,
+    typer.Option("--energy-price", help="Electricity price per kWh, for energy cost figures (no default)."),
+]
+ProfileWaitOpt = Annotated[int, typer.Option("--wait", help="Profiler schedule: steps before tracing.")]
+ProfileWarmOpt = Annotated[
+    int, typer.Option("--warmup", help="Profiler schedule: traced-but-discarded steps (profiler start-up).")
+]
+ProfileActiveOpt = Annotated[
+    int, typer.Option("--active", help="Profiler schedule: steps traced and tabled.")
+]
+TopOpt = Annotated[int, typer.Option("--top", help="Rows in the operator table.")]
+
+
+def _run_options(
+    *,
+    profile: bool,
+    wait: int,
+    warmup: int,
+    active: int,
+    top: int,
+    record_shapes: bool,
+    telemetry: bool,
+    telemetry_interval: float,
+    memory_every: int,
+    loader: str,
+    energy_price: float | None,
+):
+    from hpubench.runoptions import ProfileOptions, RunOptions
+
+    return RunOptions(
+        profile=ProfileOptions(wait, warmup, active, top, record_shapes) if profile else None,
+        telemetry=telemetry,
+        telemetry_interval_s=telemetry_interval,
+        memory_every=memory_every,
+        loader=loader,
+        energy_price_per_kwh=energy_price,
+    )
+
+
+def _print_observations(results, run_dir: Path | None) -> None:
+    """Operator tables, memory timelines, loader splits and energy, for the cells that have them."""
+    from hpubench.tables import absent_telemetry_notes, observation_tables
+
+    for table in observation_tables(results, None if run_dir is None else str(run_dir)):
+        out_console.print(table)
+    for line in absent_telemetry_notes(results):
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+# Multi-node (hpubench.cluster): each overrides its environment variable on this node.
+NodeRankOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--node-rank", help="This node's index, 0 on the node hosting the rendezvous (env NODE_RANK)."
+    ),
+]
+MasterAddrOpt = Annotated[
+    str | None,
+    typer.Option("--master-addr", help="Node 0's address, needed on other nodes (env MASTER_ADDR)."),
+]
+MasterPortOpt = Annotated[
+    int | None,
+    typer.Option("--master-port", help="A free TCP port on node 0 for the rendezvous (env MASTER_PORT)."),
+]
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -89,7 +191,18 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def _overrides(
-    workload, size, accelerator, devices, nodes, precision, mode, graphs, batch_size, steps, warmup
+    workload,
+    size,
+    accelerator,
+    devices,
+    nodes,
+    precision,
+    mode,
+    graphs,
+    batch_size,
+    steps,
+    warmup,
+    options=None,
 ):
     from hpubench.cliparse import parse_dimensions
 
@@ -103,19 +216,20 @@ def _overrides(
         mode=_split(mode),
         graphs=_split(graphs),
         batch_size=_split(batch_size),
+        options=options or None,  # name=value pairs are not comma-split: values may hold commas
         steps=steps,
         warmup_steps=warmup,
     )
 
 
-def _launcher(workloads_from: list[Path] | None, isolation: str = "fork"):
+def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluster=None):
     from hpubench.launch import Launcher
 
     files = [str(p) for p in workloads_from or []]
     for f in files:
         if not Path(f).is_file():
             raise UsageError(f"workload file {f!r} does not exist; fix the path given to --workloads-from")
-    return Launcher(workload_files=files, isolation=isolation)
+    return Launcher(workload_files=files, isolation=isolation, cluster=cluster)
 
 
 @app.command()
@@ -132,6 +246,15 @@ def run(
     batch_size: BatchOpt = None,
     steps: StepsOpt = None,
     warmup_steps: WarmOpt = None,
+    option: OptionOpt = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            help="Run the whole matrix N times (passes interleaved); each record keeps its repeat index, "
+            "so 'hpubench gate' can use between-run variance.",
+        ),
+    ] = 1,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run directory (default results/<time>).")
     ] = None,
@@ -145,6 +268,22 @@ def run(
         str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
     ] = "fork",
     workloads_from: FilesOpt = None,
+    node_rank: NodeRankOpt = None,
+    master_addr: MasterAddrOpt = None,
+    master_port: MasterPortOpt = None,
+    telemetry: TelemetryOpt = True,
+    telemetry_interval: TelemetryIntervalOpt = 0.1,
+    memory_every: MemoryEveryOpt = 0,
+    loader: LoaderOpt = "device",
+    energy_price: EnergyPriceOpt = None,
+    profile: Annotated[
+        bool, typer.Option("--profile", help="Also profile every cell (as 'hpubench profile' does).")
+    ] = False,
+    profile_wait: Annotated[int, typer.Option("--profile-wait", hidden=True)] = 1,
+    profile_warmup: Annotated[int, typer.Option("--profile-warmup", hidden=True)] = 1,
+    profile_active: Annotated[int, typer.Option("--profile-active", hidden=True)] = 3,
+    top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
+    record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell."""
     from hpubench import api
@@ -154,7 +293,22 @@ def run(
         raise UsageError(f"--timeout must be positive, got {timeout}; give seconds, e.g. --timeout 600")
     if isolation not in ("fork", "spawn"):
         raise UsageError(f"--isolation must be 'fork' or 'spawn', got {isolation!r}")
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
     validate_op_list_env(os.environ)
+    run_options = _run_options(
+        profile=profile,
+        wait=profile_wait,
+        warmup=profile_warmup,
+        active=profile_active,
+        top=top,
+        record_shapes=record_shapes,
+        telemetry=telemetry,
+        telemetry_interval=telemetry_interval,
+        memory_every=memory_every,
+        loader=loader,
+        energy_price=energy_price,
+    )
     spec = api.resolve_spec(
         matrix,
         _overrides(
@@ -169,16 +323,35 @@ def run(
             batch_size,
             steps,
             warmup_steps,
+            option,
         ),
     )
+    node = api.resolve_cluster(
+        spec, os.environ, node_rank=node_rank, master_addr=master_addr, master_port=master_port
+    )
     out = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
-    api.check_out_dir(out, resume)
-    with _launcher(workloads_from, isolation) as launcher:
+    if node is None or node.is_node_zero:
+        api.check_out_dir(out, resume)
+    with _launcher(workloads_from, isolation, cluster=node) as launcher:
         plan = api.make_plan(spec, launcher)
+        if node is not None and node.is_node_zero:
+            err_console.print(
+                f"{node.describe()}: node 0 hosts each multi-node cell's rendezvous on port "
+                f"{node.master_port} and writes the records; start the same command on the other nodes "
+                "with their NODE_RANK and MASTER_ADDR set to this host",
+                highlight=False,
+            )
+        elif node is not None:
+            err_console.print(
+                f"{node.describe()}: this node runs its share of the multi-node cells; node 0 writes "
+                f"every record, so nothing is stored here (logs only, in {out}/logs)",
+                highlight=False,
+            )
         runnable = sum(pc.runnable for pc in plan.cells)
         err_console.print(
             f"[bold]{len(plan.cells)}[/] cells: {runnable} to run, {len(plan.cells) - runnable} skipped "
-            f"-> {out}"
+            + (f"(x{repeat} repeats) " if repeat > 1 else "")
+            + f"-> {out}"
         )
         with Progress(
             TextColumn("{task.description}"),
@@ -190,7 +363,7 @@ def run(
             console=err_console,
             transient=False,
         ) as progress:
-            task = progress.add_task("starting", total=len(plan.cells))
+            task = progress.add_task("starting", total=len(plan.cells) * repeat)
 
             def on_event(ev) -> None:
                 if ev.kind == "started":
@@ -199,17 +372,105 @@ def run(
                     progress.update(task, advance=1, description=f"{ev.kind} {ev.key}")
 
             results = api.run_plan(
-                plan, launcher, out, resume=resume, timeout_s=timeout, on_event=on_event, argv=sys.argv
+                plan,
+                launcher,
+                out,
+                resume=resume,
+                timeout_s=timeout,
+                on_event=on_event,
+                argv=sys.argv,
+                repeat=repeat,
+                options=run_options,
             )
     from hpubench.tables import results_table
 
     out_console.print(results_table(results, title=f"hpubench run -> {out}"))
+    _print_observations(results, out)
     failed = sum(r.status == "failed" for r in results)
     if failed:
-        err_console.print(
-            f"[red]{failed} cell(s) failed[/]; reasons are in the table and in {out}/cells.jsonl"
-        )
+        where = f"{out}/cells.jsonl" if node is None or node.is_node_zero else "node 0's records"
+        err_console.print(f"[red]{failed} cell(s) failed[/]; reasons are in the table and in {where}")
         raise typer.Exit(1)
+
+
+@app.command("profile")
+def profile_cmd(
+    matrix: MatrixOpt = None,
+    workload: WorkloadOpt = None,
+    size: SizeOpt = None,
+    accelerator: AccOpt = None,
+    devices: DevOpt = None,
+    nodes: NodesOpt = None,
+    precision: PrecOpt = None,
+    mode: ModeOpt = None,
+    graphs: GraphsOpt = None,
+    batch_size: BatchOpt = None,
+    steps: StepsOpt = None,
+    warmup_steps: WarmOpt = None,
+    option: OptionOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run directory (default results/profile-<time>).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds before a cell is killed.")
+    ] = DEFAULT_TIMEOUT_S,
+    isolation: Annotated[
+        str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
+    ] = "fork",
+    workloads_from: FilesOpt = None,
+    wait: ProfileWaitOpt = 1,
+    warmup: ProfileWarmOpt = 1,
+    active: ProfileActiveOpt = 3,
+    top: TopOpt = 20,
+    record_shapes: Annotated[
+        bool, typer.Option("--record-shapes", help="Record input shapes in the trace (more overhead).")
+    ] = False,
+    memory_every: MemoryEveryOpt = 1,
+    telemetry: TelemetryOpt = True,
+    telemetry_interval: TelemetryIntervalOpt = 0.1,
+    loader: LoaderOpt = "device",
+    energy_price: EnergyPriceOpt = None,
+) -> None:
+    """Run cells as 'run' does, then profile each one with torch.profiler.
+
+    After the plain measured steps (whose figures stay untouched), wait + warmup + active more steps run
+    under the profiler. Each cell gets a Chrome/Perfetto trace in OUT/traces/ and a top-N operator
+    table (self time, calls, % of step) in its record; a memory timeline is sampled every step.
+    """
+    run(
+        matrix=matrix,
+        workload=workload,
+        size=size,
+        accelerator=accelerator,
+        devices=devices,
+        nodes=nodes,
+        precision=precision,
+        mode=mode,
+        graphs=graphs,
+        batch_size=batch_size,
+        steps=steps,
+        warmup_steps=warmup_steps,
+        option=option,
+        out=out or Path("results") / time.strftime("profile-%Y%m%d-%H%M%S"),
+        resume=resume,
+        timeout=timeout,
+        isolation=isolation,
+        workloads_from=workloads_from,
+        telemetry=telemetry,
+        telemetry_interval=telemetry_interval,
+        memory_every=memory_every,
+        loader=loader,
+        energy_price=energy_price,
+        profile=True,
+        profile_wait=wait,
+        profile_warmup=warmup,
+        profile_active=active,
+        top=top,
+        record_shapes=record_shapes,
+    )
 
 
 @list_app.command("cells")
@@ -224,6 +485,7 @@ def list_cells(
     mode: ModeOpt = None,
     graphs: GraphsOpt = None,
     batch_size: BatchOpt = None,
+    option: OptionOpt = None,
     workloads_from: FilesOpt = None,
 ) -> None:
     """What a run would do: every cell, and why the skipped ones are skipped. Runs nothing."""
@@ -232,7 +494,18 @@ def list_cells(
     spec = api.resolve_spec(
         matrix,
         _overrides(
-            workload, size, accelerator, devices, nodes, precision, mode, graphs, batch_size, None, None
+            workload,
+            size,
+            accelerator,
+            devices,
+            nodes,
+            precision,
+            mode,
+            graphs,
+            batch_size,
+            None,
+            None,
+            option,
         ),
     )
     with _launcher(workloads_from) as launcher:
@@ -286,6 +559,13 @@ def env(workloads_from: FilesOpt = None) -> None:
 def results(
     paths: Annotated[list[Path], typer.Argument(help="Run directories or cells.jsonl files.")],
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also show operator tables, memory timelines, loader splits and energy where recorded.",
+        ),
+    ] = False,
 ) -> None:
     """Print the results of one or more runs."""
     from hpubench.store import load_results, to_dataframe
@@ -296,10 +576,90 @@ def results(
     loaded = load_results([str(p) for p in paths])
     if fmt == "table":
         out_console.print(results_table(loaded, title=", ".join(str(p) for p in paths)))
+        if profile:
+            _print_observations(loaded, paths[0] if len(paths) == 1 and paths[0].is_dir() else None)
     elif fmt == "csv":
         sys.stdout.write(to_dataframe(loaded).to_csv(index=False))
     else:
         sys.stdout.write(to_dataframe(loaded).to_json(orient="records", indent=1) + "\n")
+
+
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option("--prices", help="TOML file that overrides or extends the price and peak tables."),
+]
+
+
+@app.command()
+def report(
+    paths: Annotated[list[Path], typer.Argument(help="Run directories or cells.jsonl files.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (replaced atomically).")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="html, csv, parquet or json (default: from -o's suffix).")
+    ] = None,
+    prices: PricesOpt = None,
+    price_here: Annotated[
+        float | None,
+        typer.Option("--price-here", help="$ per device-hour of the machine the results ran on."),
+    ] = None,
+    epoch_samples: Annotated[
+        int | None,
+        typer.Option("--epoch-samples", help="Also show time and cost to process this many samples."),
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report (or a csv/parquet/json table) of one or more result sets."""
+    import reports
+
+    summary = reports.report(
+        paths, out, fmt=fmt, prices_file=prices, price_here=price_here, epoch_samples=epoch_samples
+    )
+    c = summary.counts
+    err_console.print(
+        f"wrote {summary.out} ({summary.format}, {summary.size_bytes / 1e6:.1f} MB): {summary.result_sets} "
+        f"result set(s), {c['ok']} measured, {c['failed']} failed, {c['skipped']} skipped",
+        highlight=False,
+    )
+    if summary.unpriced:
+        err_console.print(
+            f"no price for {', '.join(summary.unpriced)}: give --price-here or --prices for $ figures",
+            highlight=False,
+            markup=False,
+        )
+
+
+@app.command()
+def compare(
+    base: Annotated[Path, typer.Argument(help="Base result set (run directory or cells.jsonl).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate result set, compared against the base.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="HTML file to write (replaced atomically).")],
+    prices: PricesOpt = None,
+    base_accelerator: Annotated[
+        str | None, typer.Option("--base-accelerator", help="Only the base's cells on this accelerator.")
+    ] = None,
+    candidate_accelerator: Annotated[
+        str | None,
+        typer.Option("--candidate-accelerator", help="Only the candidate's cells on this accelerator."),
+    ] = None,
+) -> None:
+    """Compare two result sets cell by cell (e.g. Gaudi vs Gaudi2): ratios with CIs, geometric means."""
+    import reports
+    from hpubench.tables import compare_table
+
+    result = reports.comparison(
+        base,
+        candidate,
+        out,
+        prices_file=prices,
+        base_accelerator=base_accelerator,
+        candidate_accelerator=candidate_accelerator,
+    )
+    out_console.print(compare_table(result))
+    err_console.print(f"wrote {out}", highlight=False, markup=False)
+
+
+from hpubench.cli_gate import register as _register_ci_commands  # noqa: E402 - needs the app above
+
+_register_ci_commands(app, out_console, err_console)  # gate, baseline save|list, export
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -318,8 +678,8 @@ def main(argv: list[str] | None = None) -> None:
         msg = " ".join(exc.format_message().split())
         err_console.print(f"error: {msg}{hint}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)
-    except click_exc.Abort:
+    except typer.Abort:  # typer's own: typer >= 0.16's vendored click module has no Abort/Exit
         err_console.print("aborted")
         sys.exit(130)
-    except click_exc.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -55,6 +55,20 @@ def _graphs(value: str) -> bool:
     raise UsageError(f"--graphs takes on or off, got {value!r}")
 
 
+def _options(values: list[str]) -> dict[str, str]:
+    """``--option name=value`` flags (repeatable) as one option set, checked where hpubench knows them."""
+    from hpubench.core.extrawork import check_options
+
+    opts: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise UsageError(f"--option takes name=value, got {item!r}; e.g. --option extra_work=0.1")
+        opts[name.strip()] = value.strip()
+    check_options(opts, where="--option")
+    return opts
+
+
 def _batch(value: str) -> int | None:
     return None if value == "default" else _positive_int("--batch-size", value)
 
@@ -70,6 +84,7 @@ def parse_dimensions(
     mode: list[str] | None = None,
     graphs: list[str] | None = None,
     batch_size: list[str] | None = None,
+    options: list[str] | None = None,
     steps: int | None = None,
     warmup_steps: int | None = None,
 ) -> dict[str, Any]:
@@ -93,6 +108,8 @@ def parse_dimensions(
         out["graphs"] = [_graphs(v) for v in graphs]
     if batch_size:
         out["batch_size"] = [_batch(v) for v in batch_size]
+    if options:
+        out["options"] = [_options(options)]
     if steps is not None:
         if steps < 2:
             raise UsageError(f"--steps must be at least 2 (a spread needs two samples), got {steps}")

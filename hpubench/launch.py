@@ -23,15 +23,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell
+from hpubench.cluster import ClusterEnv
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from hpubench.runoptions import RunOptions
 from hpubench.store import ResultStore, utc_now_iso
 
 ISOLATIONS = ("fork", "spawn")
@@ -40,7 +42,6 @@ ZYGOTE_START_TIMEOUT_S = 300.0  # importing torch (and a device bridge) on a col
 DETECT_TIMEOUT_S = 300.0
 # How long past a cell's own timeout the zygote may take to answer before it is declared wedged.
 ZYGOTE_REPLY_SLACK_S = 30.0
-MULTI_PROCESS_REASON = "multi-process cells need the DDP strategy (coming in the distributed issue)"
 
 EnvSignature = tuple[tuple[str, str], ...]
 
@@ -104,6 +105,18 @@ def _child_env(base: dict[str, str], signature: EnvSignature) -> dict[str, str]:
     if root not in paths:
         env["PYTHONPATH"] = os.pathsep.join([root, *paths])
     return env
+
+
+def _cell_options(options: RunOptions | None, key: str, repeat: int) -> RunOptions | None:
+    """The run's options for one cell: its own trace file, so repetitions do not overwrite each other."""
+    if options is None or options.profile is None:
+        return options
+    from hpubench.profile import trace_relpath
+
+    rel = trace_relpath(key)
+    if repeat:
+        rel = rel[: -len(".json")] + f".r{repeat}.json"
+    return replace(options, trace_relpath=rel)
 
 
 def _failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
@@ -243,6 +256,7 @@ class Launcher:
         isolation: str = "fork",
         base_env: dict[str, str] | None = None,
         python: str | None = None,
+        cluster: ClusterEnv | None = None,
     ) -> None:
         if isolation not in ISOLATIONS:
             raise UsageError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
@@ -252,6 +266,10 @@ class Launcher:
         self.isolation = isolation
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.python = python or sys.executable
+        # Multi-node: this node's place (hpubench.cluster). A node other than 0 runs only the cells that
+        # span it; its caller gives it a store that writes nothing (node 0 keeps the records).
+        self.cluster = cluster
+        self._slots: dict[tuple[int, int], Any] = {}  # (plan position, repeat) -> hpubench.dist.launch.Slot
         self._tmp = Path(tempfile.mkdtemp(prefix="hpubench-launch-"))
         self._zygotes: dict[EnvSignature, _Zygote] = {}
         self._broken: dict[EnvSignature, str] = {}  # signature -> why its zygote cannot start
@@ -378,71 +396,139 @@ class Launcher:
         timeout_s: float,
         resume: bool = False,
         on_event: Callable[[Event], None] | None = None,
+        repeat: int = 1,
+        options: RunOptions | None = None,
     ) -> list[CellResult]:
         """Run the plan in order, appending each record to ``store`` as soon as it exists.
 
-        With ``resume`` a cell whose key already has an ok or failed record is not run again (its record
-        is returned as is); skipped cells are always re-derived from the plan. On KeyboardInterrupt the
-        running child and the zygotes are killed and the interrupt propagates; the store then holds
-        only complete records, so a resume continues where it stopped.
+        ``options`` (profile, telemetry, memory timeline, loader pass) go to every worker unchanged,
+        except that each cell gets its own trace file name; they never change a cell or its key.
+
+        With ``repeat`` N > 1 the whole plan runs N times, one pass after another, and each record
+        carries its pass as ``CellResult.repeat``: interleaving the passes (rather than running one cell
+        N times back to back) spreads slow drift of the machine over every cell evenly, so repetitions
+        measure between-run variance instead of one moment of it. Skipped cells are recorded once.
+
+        With ``resume`` a (cell, repeat) that already has an ok or failed record is not run again (its
+        record is returned as is); skipped cells are always re-derived from the plan. On
+        KeyboardInterrupt the running child and the zygotes are killed and the interrupt propagates; the
+        store then holds only complete records, so a resume continues where it stopped.
         """
         if timeout_s <= 0:
             raise UsageError(f"timeout must be positive, got {timeout_s}")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise UsageError(f"repeat must be a whole number >= 1, got {repeat!r}")
         emit = on_event or (lambda _e: None)
-        existing = {r.key: r for r in store.load()} if resume else {}
-        total = len(planned)
+        existing = {r.run_id: r for r in store.load()} if resume else {}
+        total = len(planned) * repeat
         results: list[CellResult] = []
+        from hpubench.dist.launch import schedule
+
+        self._slots = schedule(planned, repeat, self.cluster)
         try:
-            for index, pc in enumerate(planned, start=1):
-                cell = pc.cell
-                key = cell.key
-                previous = existing.get(key)
-                if not pc.runnable:
-                    result = CellResult(cell, STATUS_SKIPPED, reason=pc.skip_reason)
-                    if previous != result:  # a resumed run need not repeat an identical skip
-                        store.append(result)
-                    emit(Event("skipped", index, total, key, STATUS_SKIPPED, reason=result.reason))
-                elif previous is not None and previous.status in (STATUS_OK, STATUS_FAILED):
-                    result = previous
-                    emit(Event("kept", index, total, key, previous.status, previous.wall_s, previous.reason))
-                elif cell.world_size > 1:
-                    result = self._multi_process_cell(cell)
-                    if previous != result:
-                        store.append(result)
-                    kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
-                    emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
-                else:
-                    emit(Event("started", index, total, key))
-                    result, dispatch_s = self._single_process_cell(cell, store.log_path(key), timeout_s)
-                    store.append(result)
-                    emit(
-                        Event(
-                            "finished",
-                            index,
-                            total,
-                            key,
-                            result.status,
-                            result.wall_s,
-                            result.reason,
-                            dispatch_s,
+            for rep in range(repeat):
+                for i, pc in enumerate(planned):
+                    index = rep * len(planned) + i + 1
+                    cell = pc.cell
+                    key = cell.key
+                    previous = existing.get((key, rep))
+                    if self.cluster is not None and not self.cluster.takes_part(cell):
+                        # Node > 0 and a cell that does not span it: node 0's alone, nothing to record.
+                        why = f"node 0 runs it, not node {self.cluster.node_rank}"
+                        emit(Event("skipped", index, total, key, STATUS_SKIPPED, reason=why))
+                        continue
+                    if not pc.runnable:
+                        if rep == 0:
+                            result = CellResult(cell, STATUS_SKIPPED, reason=pc.skip_reason)
+                            if previous != result:  # a resumed run need not repeat an identical skip
+                                store.append(result)
+                            results.append(result)
+                        emit(Event("skipped", index, total, key, STATUS_SKIPPED, reason=pc.skip_reason))
+                        continue
+                    if previous is not None and previous.status in (STATUS_OK, STATUS_FAILED):
+                        result = previous
+                        emit(
+                            Event(
+                                "kept", index, total, key, previous.status, previous.wall_s, previous.reason
+                            )
                         )
-                    )
-                results.append(result)
+                    elif cell.world_size > 1:
+                        emit(Event("started", index, total, key))
+                        log = store.log_path(key, rep)
+                        cell_options = _cell_options(options, key, rep)
+                        result = self._multi_process_cell(cell, log, timeout_s, cell_options, rep, i)
+                        result = replace(result, repeat=rep)
+                        kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
+                        emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
+                        if kind == "skipped" and rep > 0:
+                            continue
+                        if previous != result:
+                            store.append(result)
+                    else:
+                        emit(Event("started", index, total, key))
+                        result, dispatch_s = self._single_process_cell(
+                            cell, store.log_path(key, rep), timeout_s, _cell_options(options, key, rep)
+                        )
+                        result = replace(result, repeat=rep)
+                        store.append(result)
+                        emit(
+                            Event(
+                                "finished",
+                                index,
+                                total,
+                                key,
+                                result.status,
+                                result.wall_s,
+                                result.reason,
+                                dispatch_s,
+                            )
+                        )
+                    results.append(result)
         except BaseException:
             self._abort()
             raise
         return results
 
-    def _multi_process_cell(self, cell: Cell) -> CellResult:
-        """Cells spanning several processes (devices x nodes > 1).
+    def _multi_process_cell(
+        self,
+        cell: Cell,
+        log: Path,
+        timeout_s: float,
+        options: RunOptions | None,
+        rep: int,
+        position: int,
+    ) -> CellResult:
+        """Cells spanning several processes (devices x nodes > 1): torch.distributed's elastic agent
+        starts one rank per device, each running the same worker code (``hpubench.dist``).
 
-        The seam for the distributed launch: these will go through torch.distributed's elastic launcher
-        with one rank per device; until the DDP strategy exists they are recorded as skipped.
+        Always a fresh interpreter per rank (the agent spawns them), whatever ``isolation`` says.
         """
-        return CellResult(cell, STATUS_SKIPPED, reason=MULTI_PROCESS_REASON)
+        from hpubench.dist.launch import Slot, run_distributed_cell
+
+        try:
+            signature = self._signature(cell)
+        except KeyError as exc:
+            return _failed(cell, str(exc.args[0]) if exc.args else str(exc))
+        if self.cluster is not None and self.cluster.node_rank > 0:
+            # Another node's log must not replace node 0's when --out is on a shared filesystem.
+            log = log.with_name(f"{log.stem}.node{self.cluster.node_rank}{log.suffix}")
+        outcome = run_distributed_cell(
+            cell,
+            repeat=rep,
+            cluster=self.cluster,
+            slot=self._slots.get((position, rep), Slot(0, ())),
+            env=_child_env(self.base_env, signature),
+            python=self.python,
+            workload_files=self.workload_files,
+            options=None if options is None else options.to_dict(),
+            work_dir=self._next_path("dist"),
+            log=log,
+            timeout_s=timeout_s,
+        )
+        return outcome.result
 
     def _single_process_cell(
-        self, cell: Cell, log: Path, timeout_s: float
+        self, cell: Cell, log: Path, timeout_s: float, options: RunOptions | None = None
     ) -> tuple[CellResult, float | None]:
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -453,7 +539,7 @@ class Launcher:
         started_at = utc_now_iso()
         if self.isolation == "spawn":
             sent = time.time()
-            reply = self._run_spawned(cell, signature, out, log, timeout_s, sent)
+            reply = self._run_spawned(cell, signature, out, log, timeout_s, sent, options)
         else:
             if signature in self._broken:
                 return _failed(cell, self._broken[signature], started_at=started_at), None
@@ -470,6 +556,7 @@ class Launcher:
                 "log": str(log),
                 "timeout_s": timeout_s,
                 "dispatched_at": sent,
+                "options": None if options is None else options.to_dict(),
             }
             try:
                 reply = z.request(request, timeout_s + zy.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
@@ -487,7 +574,14 @@ class Launcher:
         return self._collect(cell, reply, out, log, timeout_s, started_at, sent)
 
     def _run_spawned(
-        self, cell: Cell, signature: EnvSignature, out: Path, log: Path, timeout_s: float, sent: float
+        self,
+        cell: Cell,
+        signature: EnvSignature,
+        out: Path,
+        log: Path,
+        timeout_s: float,
+        sent: float,
+        options: RunOptions | None = None,
     ) -> dict[str, Any]:
         args = [
             self.python,
@@ -502,6 +596,8 @@ class Launcher:
         ]
         for f in self.workload_files:
             args += ["--workloads-from", f]
+        if options is not None:
+            args += ["--options", json.dumps(options.to_dict())]
         ready_r, ready_w = os.pipe()
         args += ["--ready-fd", str(ready_w)]
         try:

@@ -17,6 +17,10 @@ Dimension values
     nodes        a count >= 1
     precision    one of cell.PRECISIONS;  mode: one of cell.MODES;  graphs: true / false
     batch_size   a number >= 1, or "default" (the workload's default for its size)
+    options      a table of workload options, e.g. {extra_work = 0.1}; a list of tables runs each set
+                 (options = [{}, {extra_work = 0.1}]). Options are part of the cell key. ``extra_work``
+                 (any workload) adds that fraction of a step's time as extra compute to every step:
+                 a planted slowdown for checking that ``hpubench gate`` catches one.
 Every dimension takes one value or a list of values. Step counts (``warmup_steps``, ``steps``) are one
 number per grid.
 
@@ -67,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.cell import MODES, PRECISIONS, Cell, PlannedCell
+from hpubench.cluster import multi_process_skip_reason
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
 
@@ -85,6 +90,7 @@ DIMENSIONS: tuple[str, ...] = (
     "mode",
     "graphs",
     "batch_size",
+    "options",
 )
 SETTINGS: tuple[str, ...] = ("warmup_steps", "steps")
 DEFAULT_WARMUP_STEPS = 3
@@ -131,6 +137,8 @@ def _one_value(key: str, v: object) -> object:
         if not _is_int(v) or v < 1:
             raise _BadValue('batch_size takes whole numbers >= 1 or "default", e.g. batch_size = 32')
         return v
+    if key == "options":
+        return _option_set(v)
     if key == "devices":
         if v == "auto":
             return "auto"
@@ -154,6 +162,37 @@ def _one_value(key: str, v: object) -> object:
 
 
 _EXAMPLES = {"workload": '"mlp"', "size": '"tiny"', "accelerator": '"auto"'}
+_OPTION_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _option_set(v: object) -> tuple[tuple[str, str], ...]:
+    """One set of workload options as sorted (name, value) strings, the form ``Cell.options`` keeps.
+
+    Values become strings because they end up in the cell key; "/" and spaces are refused there since
+    they would make keys ambiguous or unreadable.
+    """
+    if isinstance(v, Mapping):
+        pairs = list(v.items())
+    elif isinstance(v, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in v):
+        pairs = [tuple(p) for p in v]
+    else:
+        raise _BadValue("options takes a table of name = value, e.g. options = {extra_work = 0.1}")
+    out: dict[str, str] = {}
+    for name, value in pairs:
+        if not isinstance(name, str) or not name or not set(name) <= _OPTION_NAME_CHARS:
+            raise _BadValue(f"option name {name!r} must be letters, digits or _, e.g. extra_work")
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float, str)):
+            text = str(value).strip()
+        else:
+            raise _BadValue(f"option {name} takes a number or a string, got {_show(value)}")
+        if not text or "/" in text or any(c.isspace() for c in text):
+            raise _BadValue(
+                f"option {name} = {_show(value)}: values must be non-empty, without '/' or spaces"
+            )
+        out[name] = text
+    return tuple(sorted(out.items()))
 
 
 def _values(key: str, raw: object) -> tuple[Any, ...]:
@@ -189,7 +228,15 @@ def _show(value: object) -> str:
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if value is None:
         return '"default"'
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {_show(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def _show_label(key: str, value: object) -> str:
+    if key == "options":  # option sets read as {extra_work = 0.1}, not as nested pairs
+        return _show([dict(opts) for opts in value])  # type: ignore[attr-defined]
+    return _show(value)
 
 
 # ---- the records ------------------------------------------------------------------------------------
@@ -208,6 +255,7 @@ class Grid:
     mode: tuple[str, ...] = ("eager",)
     graphs: tuple[bool, ...] = (False,)
     batch_size: tuple[int | None, ...] = (None,)
+    options: tuple[tuple[tuple[str, str], ...], ...] = ((),)  # option sets; () is "no options"
     warmup_steps: int = DEFAULT_WARMUP_STEPS
     steps: int = DEFAULT_STEPS
 
@@ -447,6 +495,7 @@ def spec_from_options(
     mode: Sequence[str] | None = None,
     graphs: Sequence[bool] | None = None,
     batch_size: Sequence[int | None] | None = None,
+    options: Sequence[Mapping[str, object]] | None = None,
     warmup_steps: int | None = None,
     steps: int | None = None,
 ) -> MatrixSpec:
@@ -466,6 +515,7 @@ def spec_from_options(
         "mode": mode,
         "graphs": graphs,
         "batch_size": batch_size,
+        "options": options,
         "warmup_steps": warmup_steps,
         "steps": steps,
     }
@@ -473,7 +523,7 @@ def spec_from_options(
     for key, raw in given.items():
         if raw is None:
             continue
-        flag = "--" + key.replace("_", "-")
+        flag = "--option" if key == "options" else "--" + key.replace("_", "-")
         try:
             kwargs[key] = _setting(key, raw) if key in SETTINGS else _values(key, raw)
         except _BadValue as e:
@@ -482,7 +532,7 @@ def spec_from_options(
         return MatrixSpec(grids=(Grid(**kwargs),), name="cli")
     if not kwargs:
         return base
-    label = ",".join(f"{k}={_show(v)}" for k, v in kwargs.items())
+    label = ",".join(f"{k}={_show_label(k, v)}" for k, v in kwargs.items())
     return MatrixSpec(
         grids=tuple(_override(base.grids, kwargs)), exclude=base.exclude, name=f"{base.name}[{label}]"
     )
@@ -599,7 +649,7 @@ def _skip_reason(cell: Cell, inventory: Inventory, registry: Any) -> str | None:
             return (
                 f"device index {bad[0]} is out of range: this machine has {_plural(have, acc)} (0-{have - 1})"
             )
-    return registry.get(acc).skip_reason(cell, inventory.device_name(acc))
+    return multi_process_skip_reason(cell) or registry.get(acc).skip_reason(cell, inventory.device_name(acc))
 
 
 def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequence[str]]) -> list[PlannedCell]:
@@ -616,8 +666,16 @@ def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequenc
     seen: set[str] = set()
     for g in spec.grids:
         accs = _accelerators(g.accelerator, inventory, known_accs)
-        for (wl, size), acc, dev, nodes, prec, mode, graphs, bs in itertools.product(
-            _workload_sizes(g, catalog), accs, g.devices, g.nodes, g.precision, g.mode, g.graphs, g.batch_size
+        for (wl, size), acc, dev, nodes, prec, mode, graphs, bs, opts in itertools.product(
+            _workload_sizes(g, catalog),
+            accs,
+            g.devices,
+            g.nodes,
+            g.precision,
+            g.mode,
+            g.graphs,
+            g.batch_size,
+            g.options,
         ):
             ids: tuple[int, ...] | None = None
             if dev == "auto":
@@ -638,6 +696,7 @@ def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequenc
                 batch_size=bs,
                 warmup_steps=g.warmup_steps,
                 steps=g.steps,
+                options=opts,
                 device_ids=ids,
             )
             if cell.key in seen or any(_matches(cell, ex) for ex in spec.exclude):

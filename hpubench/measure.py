@@ -38,7 +38,16 @@ def measure_steps(
     warmup_steps: int,
     steps: int,
     on_warmup_done: Callable[[], None] | None = None,
+    on_step: Callable[[str, int], None] | None = None,
+    on_measured_start: Callable[[], None] | None = None,
+    on_measured_end: Callable[[], None] | None = None,
 ) -> StepTimes:
+    """Warm-up then measured steps. The hooks run outside every timed bracket.
+
+    ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
+    sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
+    device is synchronised (telemetry).
+    """
     warmup: list[float] = []
     measured: list[float] = []
     losses: list[torch.Tensor] = []
@@ -50,15 +59,23 @@ def measure_steps(
         warmup.append(time.perf_counter() - t0)
         if i == 0:
             loss_first = float(loss)
+        if on_step is not None:
+            on_step("warmup", i)
     if on_warmup_done is not None:
         on_warmup_done()
     synchronize()
+    if on_measured_start is not None:
+        on_measured_start()
     for i in range(steps):
         t0 = time.perf_counter()
         loss = step(batches[(warmup_steps + i) % len(batches)])
         synchronize()
         measured.append(time.perf_counter() - t0)
         losses.append(loss.detach().clone())  # the step may reuse its output buffer (graph replay)
+        if on_step is not None:
+            on_step("measured", i)
+    if on_measured_end is not None:
+        on_measured_end()
     values = [float(x) for x in losses]
     bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
     if not math.isfinite(loss_first) or bad is not None:

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
@@ -28,6 +29,19 @@ PRECISION_DTYPE: dict[str, str] = {
     "16-mixed": "fp16",
     "fp8": "fp8",
 }
+
+
+def device_matches(entry_accelerator: str, pattern: str, accelerator: str, device_name: str) -> bool:
+    """The one matching rule for every device table (peaks, prices), so a name never matches one and not
+    the other: same accelerator, and ``pattern`` searched case-insensitively in the stripped name."""
+    return accelerator == entry_accelerator and re.search(pattern, device_name.strip(), re.I) is not None
+
+
+class DeviceRule(Protocol):
+    def matches(self, accelerator: str, device_name: str) -> bool: ...
+
+
+EntryT = TypeVar("EntryT", bound=DeviceRule)
 
 
 @dataclass(frozen=True)
@@ -51,9 +65,7 @@ class PeakEntry:
     notes: str = ""
 
     def matches(self, accelerator: str, device_name: str) -> bool:
-        return (
-            accelerator == self.accelerator and re.search(self.pattern, device_name.strip(), re.I) is not None
-        )
+        return device_matches(self.accelerator, self.pattern, accelerator, device_name)
 
     def tflops(self, dtype: str) -> float | None:
         if dtype not in DTYPES:
@@ -185,8 +197,13 @@ PEAKS: tuple[PeakEntry, ...] = (
 )
 
 
-def entry_for(accelerator: str, device_name: str, table: Sequence[PeakEntry] = PEAKS) -> PeakEntry | None:
-    """The first table entry whose rule matches, or None: an unknown device never borrows a peak."""
+def entry_for(
+    accelerator: str,
+    device_name: str,
+    table: Sequence[EntryT] = PEAKS,  # type: ignore[assignment]
+) -> EntryT | None:
+    """The first table entry whose rule matches, or None: an unknown device never borrows a peak (or a
+    price: the price table is searched with this same function)."""
     if not device_name:
         return None
     return next((e for e in table if e.matches(accelerator, device_name)), None)

@@ -11,6 +11,10 @@ from typing import Any
 
 from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
+from hpubench.devicestats import MemorySample
+from hpubench.loader import LoaderSplit
+from hpubench.profile import ProfileResult
+from hpubench.telemetry.summary import TelemetryResult
 
 SCHEMA_VERSION = 1
 
@@ -64,14 +68,31 @@ class CellResult:
     started_at: str | None = None
     wall_s: float | None = None
     schema: int = SCHEMA_VERSION
+    # Which independent repetition of the cell this is (``hpubench run --repeat N``: 0 .. N-1). Kept out of
+    # the Cell so repetitions still match as the same cell; records written before it existed read as 0.
+    repeat: int = 0
+    # What was observed beside the figures, each only when asked for (RunOptions); records written before
+    # these existed read as empty. None of it is ever part of the figures above: the profiled and
+    # loader-fed steps run after the measured ones and keep their own step times.
+    memory_timeline: tuple[MemorySample, ...] = ()  # --memory-every K
+    telemetry: TelemetryResult | None = None  # power/energy over the measured steps; source None = absent
+    loader: LoaderSplit | None = None  # --loader host: data wait vs compute per step
+    profile: ProfileResult | None = None  # hpubench profile: operator table and trace file
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 0:
+            raise ValueError(f"repeat must be a whole number >= 0, got {self.repeat!r}")
 
     @property
     def key(self) -> str:
         return self.cell.key
+
+    @property
+    def run_id(self) -> tuple[str, int]:
+        """Identity of the record in a store: the cell and which repetition of it."""
+        return (self.cell.key, self.repeat)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -99,4 +120,12 @@ class CellResult:
             d["memory"] = MemoryStats.from_dict(d["memory"])
         d["step_times_s"] = tuple(d.get("step_times_s") or ())
         d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
+        d["memory_timeline"] = tuple(MemorySample.from_dict(x) for x in d.get("memory_timeline") or ())
+        for name, kind in (
+            ("telemetry", TelemetryResult),
+            ("loader", LoaderSplit),
+            ("profile", ProfileResult),
+        ):
+            if d.get(name) is not None:
+                d[name] = kind.from_dict(d[name])
         return cls(**d)

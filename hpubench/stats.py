@@ -8,6 +8,7 @@ such assumption, and a fixed seed makes a record's interval reproducible from it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,10 @@ import numpy as np
 _MAX_CHUNK_ELEMENTS = 2_000_000
 # Below ~100 resamples the 2.5% / 97.5% tails are estimated from a handful of values: not an interval.
 _MIN_BOOT = 100
+# The defaults every stored interval was made with; reports quote them, so they live in one place.
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_N_BOOT = 2000
+DEFAULT_SEED = 0
 
 Stat = Callable[..., np.ndarray]
 
@@ -116,9 +121,9 @@ def _interval(samples: np.ndarray, value: float, confidence: float) -> tuple[flo
 def throughput(
     step_times_s: Sequence[float] | np.ndarray,
     units_per_step: float,
-    confidence: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
 ) -> Estimate:
     """Units (samples, tokens) per second over the measured steps, with a bootstrap CI.
 
@@ -154,9 +159,9 @@ def bootstrap_ratio_ci(
     a: Sequence[float] | np.ndarray,
     b: Sequence[float] | np.ndarray,
     stat: Stat = np.mean,
-    confidence: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
 ) -> Estimate:
     """``stat(b) / stat(a)`` with a CI from resampling ``a`` and ``b`` independently.
 
@@ -192,3 +197,484 @@ def bootstrap_ratio_ci(
             f"(n_boot={n_boot}, seed={seed})"
         ),
     )
+
+
+# ---- repetitions: one cell measured in several independent runs (``hpubench run --repeat N``) ----------
+
+Repeats = Sequence[Sequence[float] | np.ndarray]
+
+
+def _repeat_arrays(repeats: Repeats, what: str) -> list[np.ndarray]:
+    if len(repeats) == 0:
+        raise ValueError(f"need at least one repetition of {what}")
+    return [_as_samples(r, what) for r in repeats]
+
+
+def repeats_mean(repeats: Repeats) -> float:
+    """Mean step time of a cell over its repetitions: each repetition counts once, however long it ran."""
+    return float(np.mean([x.mean() for x in _repeat_arrays(repeats, "step times")]))
+
+
+def _boot_repeat_means(reps: list[np.ndarray], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_boot`` resampled values of :func:`repeats_mean`, by a two-level bootstrap.
+
+    Steps are resampled within every repetition, then the repetitions themselves are resampled, so the
+    interval carries run-to-run variation (a different process, allocator state, clocks) and not only
+    step-to-step noise. With a single repetition this is the ordinary bootstrap over steps.
+    """
+    per_repeat = [
+        np.concatenate([x[idx].mean(axis=1) for idx in _resample_batches(rng, x.size, n_boot)]) for x in reps
+    ]
+    boot = np.stack(per_repeat, axis=1)  # (n_boot, repetitions)
+    if len(reps) > 1:
+        boot = np.take_along_axis(boot, rng.integers(0, len(reps), size=boot.shape), axis=1)
+    return boot.mean(axis=1)
+
+
+def bootstrap_repeats_ratio_ci(
+    a: Repeats,
+    b: Repeats,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> Estimate:
+    """``repeats_mean(b) / repeats_mean(a)`` with a two-level bootstrap CI, a and b resampled independently.
+
+    With step times as values, and a as the candidate, b as the base, this is the candidate's throughput
+    over the base's (same work per step): the inverse ratio of mean step times.
+    """
+    return bootstrap_geomean_ratio_ci([(a, b)], confidence=confidence, n_boot=n_boot, seed=seed)
+
+
+def bootstrap_geomean_ratio_ci(
+    pairs: Sequence[tuple[Repeats, Repeats]],
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> Estimate:
+    """Geometric mean over pairs of ``repeats_mean(b) / repeats_mean(a)``, with a CI that keeps every
+    pair's own noise.
+
+    A suite-wide speedup is a geometric mean because ratios multiply: a 2x win and a 2x loss should
+    cancel to 1, which an arithmetic mean (1.25) does not do. Each resample redraws every pair's a and b
+    independently (two-level: repetitions, then steps) and takes the geometric mean of the resampled
+    ratios, so the interval reflects measurement noise in all cells at once. The set of cells itself is
+    held fixed: the interval says how sure we are about *these* cells, not about cells that were not run.
+    """
+    if not pairs:
+        raise ValueError("need at least one (a, b) pair")
+    _check_ci_args(confidence, n_boot)
+    arrays = [(_repeat_arrays(a, "values in a"), _repeat_arrays(b, "values in b")) for a, b in pairs]
+    rng = np.random.default_rng(seed)
+    log_value = 0.0
+    log_boot = np.zeros(n_boot)
+    for xa, xb in arrays:
+        log_value += math.log(repeats_mean(xb) / repeats_mean(xa))
+        log_boot += np.log(_boot_repeat_means(xb, n_boot, rng)) - np.log(_boot_repeat_means(xa, n_boot, rng))
+    value = math.exp(log_value / len(arrays))
+    lo, hi = _interval(np.exp(log_boot / len(arrays)), value, confidence)
+    reps = sorted({len(xa) for xa, _ in arrays} | {len(xb) for _, xb in arrays})
+    return Estimate(
+        value=value,
+        lo=lo,
+        hi=hi,
+        confidence=confidence,
+        method=(
+            f"geometric mean over {len(arrays)} cell(s) of mean(b)/mean(a); percentile bootstrap resampling "
+            f"a and b independently, repetitions ({'/'.join(map(str, reps))}) then steps "
+            f"(n_boot={n_boot}, seed={seed})"
+        ),
+    )
+
+
+def bootstrap_repeats_throughput(
+    repeats: Repeats,
+    units_per_step: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> Estimate:
+    """Units per second of a cell over all its repetitions: ``units_per_step / repeats_mean``.
+
+    With one repetition this is exactly :func:`throughput` (same value, same resamples for the same
+    seed), so a cell run once reads the same in a report as in its own record.
+    """
+    reps = _repeat_arrays(repeats, "step times")
+    if not np.isfinite(units_per_step) or units_per_step <= 0:
+        raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
+    _check_ci_args(confidence, n_boot)
+    value = float(units_per_step) / repeats_mean(reps)
+    boot = float(units_per_step) / _boot_repeat_means(reps, n_boot, np.random.default_rng(seed))
+    lo, hi = _interval(boot, value, confidence)
+    return Estimate(
+        value=value,
+        lo=lo,
+        hi=hi,
+        confidence=confidence,
+        method=(
+            f"percentile bootstrap over {len(reps)} repetition(s), then steps within each "
+            f"(n_boot={n_boot}, seed={seed})"
+        ),
+    )
+
+
+# ---- regression gating: run locations with standard errors, Welch t tests, multiple comparisons --------
+#
+# A gate needs p-values that stay meaningful far out in the tail (a 200-cell matrix under Holm tests each
+# cell at alpha / 200) and that respect how step times really behave: autocorrelated within a run (a
+# stretch of slow steps when the machine is busy) and drifting between runs. So a run's typical step
+# time comes from *batch means* (contiguous batches are close to independent even when single steps are
+# not), several runs combine through their between-run spread, and two sides are compared with a Welch t
+# test on the log scale (ratios become differences; a 10% slowdown is the same distance at any speed).
+# The t tail is exact for normal batch/run means and is computed in closed form, so tiny p-values cost
+# nothing, unlike a bootstrap that would need millions of resamples to resolve p = 0.0001.
+
+LOCATIONS: tuple[str, ...] = ("mean", "median", "min")
+
+
+@dataclass(frozen=True)
+class LogLocation:
+    """The natural log of a typical step time (per unit of work), its standard error and degrees of freedom.
+
+    ``spread`` is the standard deviation of *one run's* value: for a single run its own standard error,
+    for several runs their between-run spread. A side measured once can borrow it from a side measured
+    several times, because run-to-run variation belongs to the cell and the machine, not to one side.
+    """
+
+    value: float
+    se: float
+    df: float
+    runs: int
+    spread: float
+    method: str
+
+
+def batch_length(step_times_s: Sequence[float] | np.ndarray) -> int:
+    """Steps per batch for batch means: long enough that neighbouring batches are nearly independent.
+
+    At least sqrt(n) (the classic choice, balancing batch independence against the number of batches)
+    and at least three integrated autocorrelation times, estimated from the lag-1 autocorrelation of the
+    log step times as for an AR(1) series, (1 + r) / (1 - r); but never fewer than 3 batches. A run on a
+    busy machine has long stretches of slow steps (r of 0.8 and more), and sqrt(n) batches then stay
+    correlated and understate the error several-fold; with the autocorrelation time the p-values stay
+    within about 2x of nominal even there (checked by simulation in the unit tests).
+    """
+    x = np.log(_as_samples(step_times_s))
+    n = x.size
+    x = x - x.mean()
+    denom = float(np.dot(x, x))
+    r = float(np.dot(x[:-1], x[1:])) / denom if denom > 0 else 0.0
+    r = min(max(r, 0.0), 0.95)
+    tau = (1 + r) / (1 - r)
+    b = max(math.isqrt(n), math.ceil(3 * tau))
+    return max(1, min(b, n // 3))
+
+
+def run_location(
+    step_times_s: Sequence[float] | np.ndarray, statistic: str = "mean", units_per_step: float = 1.0
+) -> LogLocation:
+    """One run: log of its typical step time per unit of work, with a batch-means standard error.
+
+    The measured steps are cut into ``k = n // b`` contiguous batches of ``b`` steps
+    (:func:`batch_length`; the earliest ``n - k*b`` steps, closest to the warm-up, are left out). Each
+    batch gives one value (its mean, or its median for ``statistic="median"``), the location is the
+    average of those values, and its standard error is their spread over sqrt(k), taken to the log scale
+    with the delta method; the t reference has ``k - 1`` degrees of freedom. Treating single steps as
+    independent would shrink the error by the autocorrelation the steps have; batches absorb most of it.
+
+    ``statistic="mean"`` matches what training delivers (throughput is work over total time);
+    ``"median"`` ignores the occasional descheduled step that a shared machine adds, at the price of not
+    seeing a change that only adds rare stalls; ``"min"`` (the fastest step of each batch) is the
+    uncontended cost of a step, by far the steadiest figure on a busy machine, and sees a change only if
+    it slows every step.
+    """
+    if statistic not in LOCATIONS:
+        raise ValueError(f"statistic must be one of {', '.join(LOCATIONS)}, got {statistic!r}")
+    x = _as_samples(step_times_s)
+    if not math.isfinite(units_per_step) or units_per_step <= 0:
+        raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
+    b = batch_length(x)
+    k = x.size // b
+    batches = x[x.size - k * b :].reshape(k, b)
+    if statistic == "mean":
+        values = batches.mean(axis=1)
+    elif statistic == "median":
+        values = np.median(batches, axis=1)
+    else:
+        values = batches.min(axis=1)
+    loc = float(values.mean())
+    se = float(values.std(ddof=1)) / math.sqrt(k) / loc
+    return LogLocation(
+        value=math.log(loc / units_per_step),
+        se=se,
+        df=float(k - 1),
+        runs=1,
+        spread=se,
+        method=f"{statistic} of {x.size} steps, batch means ({k} batches of {b})",
+    )
+
+
+def combine_runs(runs: Sequence[LogLocation]) -> LogLocation:
+    """Several independent runs of one cell: their average, with a standard error from between runs.
+
+    The error is the larger of the between-run one (spread of the run values over sqrt(R)) and the one
+    the runs' own noise implies (root mean square of their errors over sqrt(R)): with two or three runs
+    the between-run spread can come out near zero by luck, and a run can never be more precise than its
+    own steps allow. The t reference keeps ``R - 1`` degrees of freedom either way, whose heavy tails are
+    what makes a test from three runs honest.
+    """
+    if not runs:
+        raise ValueError("need at least one run")
+    if len(runs) == 1:
+        return runs[0]
+    r = len(runs)
+    vals = np.array([run.value for run in runs])
+    within = math.sqrt(float(np.mean([run.se**2 for run in runs])))
+    spread = max(float(vals.std(ddof=1)), within)
+    return LogLocation(
+        value=float(vals.mean()),
+        se=spread / math.sqrt(r),
+        df=float(r - 1),
+        runs=r,
+        spread=spread,
+        method=f"{r} runs, between-run spread",
+    )
+
+
+def borrow_spread(single: LogLocation, other: LogLocation) -> LogLocation:
+    """A side measured once, given the run-to-run spread measured on the other side.
+
+    One run's value varies by the between-run spread, not only by its steps' noise; without this a single
+    current run against a repeated baseline would be judged with its within-run error alone, and any
+    drift between runs would read as significant.
+    """
+    if single.runs != 1 or other.runs < 2 or other.spread <= single.se:
+        return single
+    return LogLocation(
+        value=single.value,
+        se=other.spread,
+        df=other.df,
+        runs=1,
+        spread=other.spread,
+        method=f"{single.method}; run-to-run spread from the other side's {other.runs} runs",
+    )
+
+
+@dataclass(frozen=True)
+class LogRatioTest:
+    """Welch t test of ``current - baseline`` on the log scale; ``exp(log_ratio)`` is current / baseline."""
+
+    log_ratio: float
+    se: float
+    df: float
+    p_increase: float  # one-sided p-value against "no increase"
+    p_decrease: float  # one-sided p-value against "no decrease"
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    def interval(self, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+        """Two-sided interval for the ratio current / baseline."""
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
+        if self.se == 0:
+            return self.ratio, self.ratio
+        half = student_t_ppf(0.5 + confidence / 2, self.df) * self.se
+        return math.exp(self.log_ratio - half), math.exp(self.log_ratio + half)
+
+
+def welch_log_ratio(baseline: LogLocation, current: LogLocation) -> LogRatioTest:
+    """Compare two locations; degrees of freedom by Welch-Satterthwaite."""
+    d = current.value - baseline.value
+    var = baseline.se**2 + current.se**2
+    if var == 0:
+        # Identical steps on both sides (synthetic data): the sign of d is all there is to go on.
+        p_inc = 0.0 if d > 0 else (0.5 if d == 0 else 1.0)
+        p_dec = 0.0 if d < 0 else (0.5 if d == 0 else 1.0)
+        return LogRatioTest(d, 0.0, math.inf, p_inc, p_dec)
+    terms = [s**4 / nu for s, nu in ((baseline.se, baseline.df), (current.se, current.df)) if s > 0]
+    df = var**2 / sum(terms)
+    t = d / math.sqrt(var)
+    return LogRatioTest(d, math.sqrt(var), df, student_t_sf(t, df), student_t_sf(-t, df))
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """Regularised incomplete beta I_x(a, b), by its continued fraction (DLMF 8.17.22, Lentz's method)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):  # the fraction converges fast only below this point; use symmetry
+        return 1.0 - _incomplete_beta(b, a, 1.0 - x)
+    log_front = (
+        a * math.log(x)
+        + b * math.log1p(-x)
+        - math.log(a)
+        - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b))
+    )
+    tiny = 1e-300
+    f = c = 1.0  # the fraction 1 + d1/(1 + d2/(1 + ...)), evaluated forwards
+    dd = 0.0
+    for j in range(1, 1000):
+        m = j // 2
+        if j % 2:
+            coef = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        else:
+            coef = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        dd = 1.0 + coef * dd
+        dd = 1.0 / (dd if abs(dd) > tiny else tiny)
+        c = 1.0 + coef / c
+        c = c if abs(c) > tiny else tiny
+        delta = c * dd
+        f *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return math.exp(log_front) / f
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with ``df`` (any real > 0, or inf for the normal) degrees of freedom."""
+    if math.isnan(t) or not df > 0:
+        raise ValueError(f"need a number t and df > 0, got t={t}, df={df}")
+    if math.isinf(df) or df > 1e7:
+        return 0.5 * math.erfc(t / math.sqrt(2))
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    tail = 0.5 * _incomplete_beta(df / 2, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def _student_t_pdf(t: float, df: float) -> float:
+    if math.isinf(df) or df > 1e7:
+        return math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+    log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df))
+
+
+def student_t_ppf(q: float, df: float) -> float:
+    """The ``q`` quantile of Student's t: safeguarded Newton on :func:`student_t_sf` (bisection fallback)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q must be strictly between 0 and 1, got {q}")
+    if q == 0.5:
+        return 0.0
+    if q < 0.5:
+        return -student_t_ppf(1 - q, df)
+    target = 1 - q  # the upper tail we want, solved as sf(t) = target for t > 0
+    lo, hi = 0.0, 1.0
+    while student_t_sf(hi, df) > target:
+        lo, hi = hi, hi * 2
+        if hi > 1e12:
+            return math.inf
+    t = (lo + hi) / 2
+    for _ in range(200):
+        f = student_t_sf(t, df) - target  # decreasing in t
+        if f > 0:
+            lo = t
+        else:
+            hi = t
+        pdf = _student_t_pdf(t, df)
+        step = f / pdf if pdf > 0 else math.inf
+        nxt = t + step  # Newton: sf' = -pdf
+        if not lo < nxt < hi:
+            nxt = (lo + hi) / 2
+        if abs(nxt - t) <= 1e-13 * max(1.0, abs(t)) or hi - lo <= 1e-13 * hi:
+            return nxt
+        t = nxt
+    return t
+
+
+CORRECTIONS: tuple[str, ...] = ("holm", "bh", "none")
+
+
+def adjust_pvalues(pvalues: Sequence[float], method: str = "holm") -> list[float]:
+    """Multiple-comparison adjusted p-values, in the input order; compare each with the plain alpha.
+
+    ``holm`` controls the family-wise error rate (the chance of *any* false alarm) and is uniformly more
+    powerful than Bonferroni; ``bh`` (Benjamini-Hochberg) controls the false discovery rate, which equals
+    the family-wise rate when nothing changed, and finds more when many cells really did change.
+    """
+    if method not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {method!r}")
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.ndim != 1 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError("p-values must be a flat sequence of numbers in [0, 1]")
+    m = p.size
+    if m == 0 or method == "none":
+        return [float(v) for v in p]
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * ranked))
+    else:
+        adj = np.minimum.accumulate(np.minimum(1.0, m * ranked / np.arange(1, m + 1))[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = adj
+    return [float(v) for v in out]
+
+
+# ---- pytest-benchmark's summary of a sample ------------------------------------------------------------
+
+
+def _median_sorted(x: Sequence[float]) -> float:
+    n = len(x)
+    mid = n // 2
+    return float(x[mid]) if n % 2 else (float(x[mid - 1]) + float(x[mid])) / 2
+
+
+def _quartiles(x: Sequence[float]) -> tuple[float, float]:
+    """Q1 and Q3 as pytest-benchmark defines them, so exported figures read the same in its tools.
+
+    Even n: medians of the lower and upper halves. Odd n = 4m+1 or 4m+3: interpolations weighted 1/4
+    and 3/4 between neighbouring order statistics (the "method 3" quartiles).
+    """
+    n = len(x)
+    if n == 1:
+        return float(x[0]), float(x[0])
+    if n % 2 == 0:
+        return _median_sorted(x[: n // 2]), _median_sorted(x[n // 2 :])
+    m, r = divmod(n, 4)
+    if r == 1:
+        return 0.25 * x[m - 1] + 0.75 * x[m], 0.75 * x[3 * m] + 0.25 * x[3 * m + 1]
+    return 0.75 * x[m] + 0.25 * x[m + 1], 0.25 * x[3 * m + 1] + 0.75 * x[3 * m + 2]
+
+
+def pytest_benchmark_stats(times_s: Sequence[float] | np.ndarray) -> dict[str, float | int | str]:
+    """The ``stats`` block of a pytest-benchmark JSON benchmark, computed from step times (one round each).
+
+    Field meanings follow pytest-benchmark: ``ld15iqr`` is the lowest value within 1.5 IQR below Q1,
+    ``hd15iqr`` its upper counterpart (as pytest-benchmark computes it, see below), ``outliers`` is
+    "<beyond 1 std>;<beyond 1.5 IQR>", ``ops`` is rounds per second of total time.
+    """
+    x = sorted(float(v) for v in _as_samples(times_s))
+    n = len(x)
+    mean = math.fsum(x) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in x) / (n - 1))
+    q1, q3 = _quartiles(x)
+    iqr = q3 - q1
+    lo_fence, hi_fence = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    iqr_out = sum(v < lo_fence or v > hi_fence for v in x)
+    std_out = sum(v < mean - std or v > mean + std for v in x)
+    total = math.fsum(x)
+    return {
+        "min": x[0],
+        "max": x[-1],
+        "mean": mean,
+        "stddev": std,
+        "rounds": n,
+        "median": _median_sorted(x),
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_out,
+        "stddev_outliers": std_out,
+        "outliers": f"{std_out};{iqr_out}",
+        "ld15iqr": next(v for v in x if v >= lo_fence),
+        # pytest-benchmark's own code yields the first value *above* the upper fence when there is one
+        # (its docstring says "highest datum within"); exported figures follow the code, so a file of ours
+        # and one of its own runs show the same column for the same data.
+        "hd15iqr": next((v for v in x if v > hi_fence), x[-1]),
+        "ops": n / total,
+        "total": total,
+        "iterations": 1,
+    }

@@ -130,10 +130,13 @@ def _parse_records(path: Path) -> list[CellResult]:
 
 
 def _latest_per_key(results: Iterable[CellResult]) -> list[CellResult]:
-    """A re-run replaces: the last record of a key wins, kept at the key's first position (matrix order)."""
-    latest: dict[str, CellResult] = {}
+    """A re-run replaces: the last record of a (key, repeat) wins, kept at its first position (run order).
+
+    Repetitions (``hpubench run --repeat N``) are distinct records of one key, so they are all kept.
+    """
+    latest: dict[tuple[str, int], CellResult] = {}
     for r in results:
-        latest[r.key] = r
+        latest[r.run_id] = r
     return list(latest.values())
 
 
@@ -151,10 +154,11 @@ class ResultStore:
     def meta_path(self) -> Path:
         return self.run_dir / META_FILE
 
-    def log_path(self, key: str) -> Path:
+    def log_path(self, key: str, repeat: int = 0) -> Path:
         """Where the worker's stdout/stderr for ``key`` goes; kept so a failure can be read in full."""
         safe = re.sub(r"[^A-Za-z0-9._=+-]", "_", key.replace("/", "__"))
-        return self.run_dir / LOGS_DIR / f"{safe}.log"
+        suffix = f".r{repeat}" if repeat else ""  # repetitions of a cell keep their own logs
+        return self.run_dir / LOGS_DIR / f"{safe}{suffix}.log"
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -217,21 +221,25 @@ class ResultStore:
         os.ftruncate(fd, 0)
 
     def load(self) -> list[CellResult]:
-        """The latest record of every key; an empty list for a run that has not stored anything yet."""
+        """The latest record of every (key, repeat); an empty list for a run that stored nothing yet."""
         if not self.cells_path.exists():
             return []
         return _latest_per_key(_parse_records(self.cells_path))
 
     def done_keys(self) -> set[str]:
-        """Keys that need not run again; skipped cells are not here: the matrix re-derives them each run."""
-        return {r.key for r in self.load() if r.status in (STATUS_OK, STATUS_FAILED)}
+        """Keys with a finished repetition; skipped cells are not here: the matrix re-derives them."""
+        return {key for key, _ in self.done_runs()}
+
+    def done_runs(self) -> set[tuple[str, int]]:
+        """(key, repeat) pairs that need not run again: what ``--resume`` keeps."""
+        return {r.run_id for r in self.load() if r.status in (STATUS_OK, STATUS_FAILED)}
 
 
 def load_results(paths: list[str]) -> list[CellResult]:
     """Records from several runs (directories or cells.jsonl files), each run deduplicated, in order.
 
     Records of the same key from different runs are all kept: comparing runs is the point of reading
-    several.
+    several. Within a run, every repetition of a key is kept (``CellResult.repeat`` tells them apart).
     """
     out: list[CellResult] = []
     for p in paths:
@@ -267,7 +275,19 @@ RUNTIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "habana_version": ("software", "habana_frameworks"),
     "setup_s": ("setup_s",),
     "dispatch_to_first_step_s": ("dispatch_to_first_step_s",),
+    # Data-parallel cells (hpubench.ranks): per-rank arrays stay in runtime["distributed"]["ranks"].
+    "dist_backend": ("distributed", "backend"),
+    "threads_per_rank": ("distributed", "threads_per_rank"),
+    "slowest_rank": ("distributed", "slowest_rank"),
+    "peak_memory_sum_bytes": ("distributed", "peak_memory_sum_bytes"),
 }
+# Derived across records (hpubench.scaling): an N-device cell against its 1-device baseline.
+SCALING_COLUMNS: tuple[str, ...] = (
+    "scaling_efficiency",
+    "scaling_speedup",
+    "scaling_baseline_key",
+    "scaling_baseline_samples_per_s",
+)
 _CI_FIELDS = {"samples_per_s_ci", "tokens_per_s_ci"}
 
 
@@ -288,9 +308,28 @@ def _metric_columns() -> list[tuple[str, str, int | None]]:
 
 _METRIC_COLUMNS = _metric_columns()
 
+# What was observed beside the figures (hpubench profile, telemetry, --loader, --memory-every): column ->
+# (record field, attribute). None where the record has no such observation (telemetry absent included).
+_OBSERVED_COLUMNS: tuple[tuple[str, tuple[str, str]], ...] = (
+    ("telemetry_source", ("telemetry", "source")),
+    ("power_mean_w", ("telemetry", "mean_power_w")),
+    ("power_max_w", ("telemetry", "max_power_w")),
+    ("energy_per_step_j", ("telemetry", "energy_per_step_j")),
+    ("energy_per_sample_j", ("telemetry", "energy_per_sample_j")),
+    ("samples_per_kwh", ("telemetry", "samples_per_kwh")),
+    ("energy_price_per_kwh", ("telemetry", "energy_price_per_kwh")),
+    ("energy_cost_per_1m_samples", ("telemetry", "energy_cost_per_1m_samples")),
+    ("loader_data_wait_mean_s", ("loader", "data_wait_mean_s")),
+    ("loader_data_fraction", ("loader", "data_fraction")),
+    ("loader_samples_per_s", ("loader", "samples_per_s")),
+    ("profile_step_time_mean_s", ("profile", "step_time_mean_s")),
+    ("profile_trace", ("profile", "trace_path")),
+)
+
 COLUMNS: tuple[str, ...] = (
     "key",
     "match_key",
+    "repeat",
     *_CELL_FIELDS,
     "world_size",
     "status",
@@ -301,12 +340,16 @@ COLUMNS: tuple[str, ...] = (
     "memory_source",
     *(f"memory_{f}" for f in _MEMORY_FIELDS),
     *RUNTIME_COLUMNS,
+    *(c for c, _ in _OBSERVED_COLUMNS),
+    "profile_top_op",
+    "memory_timeline_points",
+    *SCALING_COLUMNS,
 )
 
 
 def _row(r: CellResult) -> dict[str, Any]:
     cell = r.cell
-    row: dict[str, Any] = {"key": r.key, "match_key": cell.match_key}
+    row: dict[str, Any] = {"key": r.key, "match_key": cell.match_key, "repeat": r.repeat}
     for name in _CELL_FIELDS:
         row[name] = getattr(cell, name)
     # Flat scalars: options as "k=v,k=v", device ids as "0,1" so columns group and compare cleanly.
@@ -330,6 +373,10 @@ def _row(r: CellResult) -> dict[str, Any]:
         for part in path:
             value = value.get(part) if isinstance(value, dict) else None
         row[col] = value
+    for col, (name, attr) in _OBSERVED_COLUMNS:
+        row[col] = getattr(getattr(r, name), attr, None)
+    row["profile_top_op"] = r.profile.top_ops[0].name if r.profile and r.profile.top_ops else None
+    row["memory_timeline_points"] = len(r.memory_timeline)
     return row
 
 
@@ -337,7 +384,16 @@ def to_dataframe(results: Iterable[CellResult]) -> pandas.DataFrame:
     """One row per cell with flat columns in a fixed order (reports and exports rely on the order)."""
     import pandas as pd
 
-    return pd.DataFrame([_row(r) for r in results], columns=list(COLUMNS))
+    from hpubench.scaling import scaling_efficiencies
+
+    results = list(results)
+    rows = [_row(r) for r in results]
+    for row, s in zip(rows, scaling_efficiencies(results), strict=True):
+        row["scaling_efficiency"] = None if s is None else s.efficiency
+        row["scaling_speedup"] = None if s is None else s.speedup
+        row["scaling_baseline_key"] = None if s is None else s.baseline_key
+        row["scaling_baseline_samples_per_s"] = None if s is None else s.baseline_samples_per_s
+    return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
 # ---- run metadata -------------------------------------------------------------------------------------

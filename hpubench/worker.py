@@ -8,6 +8,7 @@ strategy, precision, mode) so the same code serves CPU, CUDA and HPU, one device
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import time
 import traceback
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from hpubench.cell import Cell
 from hpubench.errors import CellSkipped
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from hpubench.runoptions import RunOptions
 
 TRACEBACK_LINES = 40
 N_BATCHES = 4  # distinct synthetic batches cycled through, so no step sees the same data twice in a row
@@ -30,13 +32,17 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
-def run_cell(cell: Cell, dispatched_at: float | None = None) -> CellResult:
-    """Run ``cell``; ``dispatched_at`` (time.time() when the launcher sent it) measures fixed cost."""
+def run_cell(cell: Cell, dispatched_at: float | None = None, options: RunOptions | None = None) -> CellResult:
+    """Run ``cell``; ``dispatched_at`` (time.time() when the launcher sent it) measures fixed cost.
+
+    ``options`` say what to record beside the figures (profile, telemetry, memory timeline, loader
+    pass); they never change the cell or its plain figures.
+    """
     started_at = _utc_now()
     t0 = time.perf_counter()
     runtime: dict[str, Any] = {}
     try:
-        return _run(cell, runtime, started_at, t0, dispatched_at)
+        return _run(cell, runtime, started_at, t0, dispatched_at, options or RunOptions())
     except CellSkipped as exc:
         return CellResult(
             cell,
@@ -60,32 +66,38 @@ def run_cell(cell: Cell, dispatched_at: float | None = None) -> CellResult:
 
 
 def _run(
-    cell: Cell, runtime: dict[str, Any], started_at: str, t0: float, dispatched_at: float | None
+    cell: Cell,
+    runtime: dict[str, Any],
+    started_at: str,
+    t0: float,
+    dispatched_at: float | None,
+    options: RunOptions,
 ) -> CellResult:
     import torch
 
     import workloads
     from hpubench import peaks
-    from hpubench.core import accelerators, precision
-    from hpubench.core.strategies import SingleDevice
+    from hpubench.core import accelerators, precision, strategies
+    from hpubench.core.extrawork import apply_options
     from hpubench.core.trainstep import build_step, make_optimizer, step_factory
+    from hpubench.loader import host_batches
     from hpubench.measure import TIMING_METHOD, measure_steps
     from hpubench.metrics import build_metrics
+    from hpubench.observe import Observation
     from workloads.flops import count_flops
 
     acc_cls = accelerators.get(cell.accelerator)
-    if cell.world_size > 1:
-        raise CellSkipped("multi-process cells need the DDP strategy (coming in the distributed issue)")
     if not acc_cls.is_available():
         raise CellSkipped(f"no {cell.accelerator} device is available in this process")
-    index = cell.device_ids[0] if cell.device_ids else 0
+    # SingleDevice, or DDP joining the process group torch.distributed's elastic agent started us in.
+    strategy = strategies.for_cell(cell)
+    index = acc_cls.rank_device_index(cell, strategy.local_rank)
     acc = acc_cls(index)
     # The matrix already applied these rules; a cell handed straight to the worker must obey them too,
     # or a "lazy" CPU cell would run eager under the wrong label.
     reason = acc_cls.skip_reason(cell, acc.device_name())
     if reason:
         raise CellSkipped(reason)
-    strategy = SingleDevice()
     strategy.setup(acc)
     device = acc.torch_device()
     runtime.update(
@@ -96,6 +108,15 @@ def _run(
         world_size=strategy.world_size,
         software=acc.software_versions(),
     )
+    if strategy.world_size > 1:
+        runtime["distributed"] = {
+            "backend": getattr(strategy, "backend", None),
+            "world_size": strategy.world_size,
+            "nodes": cell.nodes,
+            "local_world_size": cell.devices,
+            "threads_per_rank": strategy.threads,
+            "data": "each rank draws its own batches (generator seed + rank)",
+        }
 
     workload = workloads.get(cell.workload)
     if cell.size not in workload.sizes:
@@ -111,7 +132,8 @@ def _run(
     runtime["precision"] = prepared.describe
 
     generator = torch.Generator(device=device)
-    generator.manual_seed(SEED)
+    # Own data per rank, as a sharded dataset gives: the all-reduce then averages different gradients.
+    generator.manual_seed(SEED + strategy.rank)
     batches = [
         precision.cast_batch(
             workload.make_batch(cell.size, batch_size, device, generator), prepared.input_dtype
@@ -122,6 +144,10 @@ def _run(
     optimizer = make_optimizer(workload, model, capturable=cell.graphs and cell.accelerator == "cuda")
     make_step = step_factory(workload, optimizer, prepared, acc)
     step = build_step(cell, model, make_step, acc, batches[0], runtime)
+    # Workload options the harness implements (extra_work: a planted, calibrated slowdown).
+    step = apply_options(
+        dict(cell.options), workload, step, cell.warmup_steps, acc.synchronize, device, runtime
+    )
 
     t_flops = time.perf_counter()
     flops_per_step = count_flops(workload, cell.size, batch_size)
@@ -131,15 +157,51 @@ def _run(
     runtime["setup_s"] = setup_s
     if dispatched_at is not None:
         runtime["dispatch_to_first_step_s"] = time.time() - dispatched_at
-    times = measure_steps(
-        step,
-        batches,
-        acc.synchronize,
-        cell.warmup_steps,
-        cell.steps,
-        on_warmup_done=acc.reset_peak_memory_stats,
-    )
-    memory = acc.memory_stats()
+    if options != RunOptions():
+        runtime["run_options"] = options.to_dict()
+    observation = Observation(cell, acc, options, batch_size * strategy.world_size, strategy.world_size)
+
+    def warmup_done() -> None:
+        acc.reset_peak_memory_stats()
+        strategy.barrier()  # every rank starts its measured steps together
+
+    try:
+        times = measure_steps(
+            step,
+            batches,
+            acc.synchronize,
+            cell.warmup_steps,
+            cell.steps,
+            on_warmup_done=warmup_done,
+            **observation.measure_hooks(),
+        )
+        memory = acc.memory_stats()
+        observation.after_measured(
+            step,
+            batches,
+            lambda: host_batches(
+                workload,
+                cell.size,
+                batch_size,
+                device,
+                lambda b: precision.cast_batch(b, prepared.input_dtype),
+                SEED + 1,
+                pin_memory=cell.accelerator == "cuda",
+            ),
+            sum(times.measured_s) / len(times.measured_s),
+            runtime,
+        )
+    finally:
+        observation.close()
+    if strategy.world_size > 1:
+        times, memory = _merge_ranks(strategy, acc, times, memory, runtime)
+        if os.environ.get(strategies.REPLICA_CHECK_ENV) == "1":
+
+            def loss_of(net: torch.nn.Module) -> torch.Tensor:
+                with prepared.context():
+                    return workload.loss(net, batches[0])
+
+            runtime["distributed"]["replica_check"] = strategy.gather(strategy.replica_check(model, loss_of))
     runtime["timing"] = TIMING_METHOD
     runtime["env_flags"] = acc.env_flags()
 
@@ -167,4 +229,37 @@ def _run(
         warmup_times_s=times.warmup_s,
         started_at=started_at,
         wall_s=time.perf_counter() - t0,
+        **observation.record_fields(),
     )
+
+
+def _merge_ranks(
+    strategy: Any, acc: Any, times: Any, memory: Any, runtime: dict[str, Any]
+) -> tuple[Any, Any]:
+    """Every rank's step times and memory, gathered onto every rank and merged (``hpubench.ranks``).
+
+    All ranks hold the merged record afterwards, so whichever rank writes it writes the same thing.
+    """
+    from dataclasses import replace
+
+    from hpubench.ranks import RankSample, merge_ranks
+
+    sample = RankSample(
+        **strategy.describe(),
+        device_index=acc.index,
+        warmup_s=tuple(times.warmup_s),
+        measured_s=tuple(times.measured_s),
+        loss_first=float(times.loss_first),
+        loss_last=float(times.loss_last),
+        memory=memory.to_dict() if memory is not None else {},
+    )
+    merged = merge_ranks(strategy.gather(sample))
+    runtime["distributed"].update(merged.runtime)
+    times = replace(
+        times,
+        warmup_s=merged.warmup_s,
+        measured_s=merged.measured_s,
+        loss_first=merged.loss_first,
+        loss_last=merged.loss_last,
+    )
+    return times, merged.memory if merged.memory is not None else memory

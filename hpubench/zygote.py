@@ -17,7 +17,8 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
 - zygote -> launcher, once at start: ``{"ready": true, "workloads": {name: [sizes]}, "pid": N,
   "import_s": T}`` or ``{"ready": false, "error": MESSAGE, "usage": BOOL}`` followed by exit.
 - launcher -> zygote: ``{"op": "run", "cell": {...}, "out": PATH, "log": PATH, "timeout_s": T,
-  "dispatched_at": EPOCH}``, ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
+  "dispatched_at": EPOCH, "options": {...}}`` (``options``: ``RunOptions.to_dict()``, optional),
+  ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
   ``{"op": "exit"}``. End of input means the launcher is gone: the running child is killed, the
   zygote exits.
 - zygote -> launcher per request: ``{"forked": PID}`` as soon as the child exists, then
@@ -69,6 +70,7 @@ PREWARM_MODULES = (
     "hpubench.core.trainstep",
     "hpubench.metrics",
     "hpubench.measure",
+    "hpubench.observe",
     "hpubench.stats",
     "hpubench.peaks",
     "workloads.flops",
@@ -285,7 +287,12 @@ def _arm_faulthandler() -> None:
     faulthandler.register(signal.SIGTERM, file=sys.stderr, all_threads=True, chain=True)
 
 
-def _run_to_file(cell_data: dict[str, Any], out: str, dispatched_at: float | None) -> None:
+def _run_to_file(
+    cell_data: dict[str, Any],
+    out: str,
+    dispatched_at: float | None,
+    options_data: dict[str, Any] | None = None,
+) -> None:
     from hpubench.cell import Cell
     from hpubench.record import STATUS_FAILED, CellResult
     from hpubench.store import write_json_atomic
@@ -293,9 +300,10 @@ def _run_to_file(cell_data: dict[str, Any], out: str, dispatched_at: float | Non
     cell = Cell.from_dict(cell_data)
     started = time.time()
     try:
+        from hpubench.runoptions import RunOptions
         from hpubench.worker import run_cell
 
-        result = run_cell(cell, dispatched_at=dispatched_at)
+        result = run_cell(cell, dispatched_at=dispatched_at, options=RunOptions.from_dict(options_data))
     except Exception as exc:  # run_cell never raises for a cell's problem: this is a harness bug
         traceback.print_exc()
         tail = "".join(traceback.format_exception(exc)).splitlines()[-LOG_TAIL_LINES:]
@@ -329,7 +337,7 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _arm_faulthandler()
         if req["op"] == "run":
-            _run_to_file(req["cell"], req["out"], req.get("dispatched_at"))
+            _run_to_file(req["cell"], req["out"], req.get("dispatched_at"), req.get("options"))
         else:
             _detect_to_file(req["out"])
         code = 0
@@ -437,6 +445,7 @@ def run_once(
     workload_files: list[str],
     dispatched_at: float | None,
     ready_fd: int | None = None,
+    options_json: str | None = None,
 ) -> int:
     """One cell in this interpreter; ``ready_fd`` gets a byte once imports are done, so the launcher
     starts the cell's timeout there (a timeout means the same in both isolation modes)."""
@@ -459,7 +468,7 @@ def run_once(
         with contextlib.suppress(OSError):
             os.write(ready_fd, b"1")
             os.close(ready_fd)
-    _run_to_file(cell_data, out, dispatched_at)
+    _run_to_file(cell_data, out, dispatched_at, json.loads(options_json) if options_json else None)
     return 0
 
 
@@ -486,10 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detect", metavar="OUT")
     parser.add_argument("--dispatched-at", type=float, default=None)
     parser.add_argument("--ready-fd", type=int, default=None)
+    parser.add_argument("--options", default=None, metavar="RUN_OPTIONS_JSON")
     args = parser.parse_args(argv)
     code = 0
     if args.once:
-        code = run_once(*args.once, args.workloads_from, args.dispatched_at, args.ready_fd)
+        code = run_once(*args.once, args.workloads_from, args.dispatched_at, args.ready_fd, args.options)
     elif args.detect:
         code = detect_once(args.detect, args.workloads_from)
     else:

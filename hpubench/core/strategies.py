@@ -6,18 +6,29 @@ without the training step or the measurement changing.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
+import os
+import socket
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
 from torch import nn
 
+from hpubench.cell import Cell
+from hpubench.cluster import multi_process_skip_reason
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.errors import CellSkipped
 
 
 class Strategy(ABC):
     world_size: int = 1
     rank: int = 0
     local_rank: int = 0
+    node_rank: int = 0
+    threads: int | None = None  # torch intra-op threads this process runs with, once set up
 
     @property
     def is_global_zero(self) -> bool:
@@ -39,12 +50,213 @@ class Strategy(ABC):
     def teardown(self) -> None:
         """Release what setup took (process groups)."""
 
+    def describe(self) -> dict[str, Any]:
+        """This process's place in the run, for the record."""
+        return {
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "node_rank": self.node_rank,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "threads": self.threads,
+        }
+
 
 class SingleDevice(Strategy):
     name = "single"
 
     def setup(self, acc: Accelerator) -> None:
         acc.setup()
+        self.threads = torch.get_num_threads()
 
     def gather(self, obj: Any) -> list[Any]:
         return [obj]
+
+
+# "1" in the environment of a run (tests set it): after its measured steps each rank also records evidence
+# that the replicas form one data-parallel model (parameter digests, local vs all-reduced gradients). Off
+# by default: it costs extra forward/backward passes and a copy of every parameter to the host.
+REPLICA_CHECK_ENV = "HPUBENCH_DDP_CHECK"
+# The variables torch.distributed's elastic agent gives every worker process.
+RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+DEFAULT_PG_TIMEOUT_S = 1800.0
+
+
+def host_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class DDP(Strategy):
+    """One process per device, gradients all-reduced every step by ``DistributedDataParallel``.
+
+    The processes are started by torch.distributed's elastic agent (see ``hpubench.dist``), which hands
+    each one its place through RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT; this class only
+    joins the group those describe. The backend is the accelerator's (gloo, nccl, hccl), so the same code
+    serves CPU, CUDA and HPU.
+    """
+
+    name = "ddp"
+
+    def __init__(
+        self,
+        rank: int,
+        local_rank: int,
+        world_size: int,
+        local_world_size: int,
+        node_rank: int = 0,
+        timeout_s: float = DEFAULT_PG_TIMEOUT_S,
+    ) -> None:
+        if not (0 <= rank < world_size and 0 <= local_rank < local_world_size <= world_size):
+            raise ValueError(
+                f"inconsistent ranks: rank={rank} local_rank={local_rank} world_size={world_size} "
+                f"local_world_size={local_world_size}"
+            )
+        self.rank = rank
+        self.local_rank = local_rank
+        self.world_size = world_size
+        self.local_world_size = local_world_size
+        self.node_rank = node_rank
+        self.timeout_s = timeout_s
+        self.backend: str | None = None
+        self.threads: int | None = None
+        self._device_ids: list[int] | None = None
+        self._barrier_ids: list[int] | None = None
+
+    @classmethod
+    def from_env(cls, cell: Cell, environ: Mapping[str, str] | None = None) -> DDP:
+        """The rank this process was given; refuses a group whose size is not the cell's nodes x devices."""
+        env = os.environ if environ is None else environ
+        missing = [k for k in RANK_ENV if k not in env]
+        if missing:
+            raise RuntimeError(
+                f"cell {cell.key} needs {cell.world_size} processes, but {', '.join(missing)} "
+                "is not set: multi-process cells are started by hpubench's distributed launcher"
+            )
+        world_size = int(env["WORLD_SIZE"])
+        local_world_size = int(env["LOCAL_WORLD_SIZE"])
+        if world_size != cell.world_size or local_world_size != cell.devices:
+            raise RuntimeError(
+                f"process group of {world_size} ({local_world_size} per node) does not match cell "
+                f"{cell.key}: {cell.nodes} node(s) x {cell.devices} device(s)"
+            )
+        timeout = float(env.get("HPUBENCH_PG_TIMEOUT_S") or DEFAULT_PG_TIMEOUT_S)
+        return cls(
+            rank=int(env["RANK"]),
+            local_rank=int(env["LOCAL_RANK"]),
+            world_size=world_size,
+            local_world_size=local_world_size,
+            node_rank=int(env.get("GROUP_RANK", "0")),
+            timeout_s=timeout,
+        )
+
+    def setup(self, acc: Accelerator) -> None:
+        import torch.distributed as dist
+
+        # Several ranks share the host's cores: each one taking all of them oversubscribes the machine
+        # and measures contention, not scaling. A user's OMP_NUM_THREADS still wins.
+        if "OMP_NUM_THREADS" not in os.environ:
+            torch.set_num_threads(max(1, host_cores() // self.local_world_size))
+        self.threads = torch.get_num_threads()
+        acc.setup()
+        backend = acc.dist_backend
+        if backend == "hccl":
+            # Registers the "hccl" process-group backend (shared/hpu-api.md, Distributed).
+            import habana_frameworks.torch.distributed.hccl  # noqa: F401
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=self.timeout_s))
+        if dist.get_world_size() != self.world_size or dist.get_rank() != self.rank:
+            raise RuntimeError(
+                f"process group has rank {dist.get_rank()} of {dist.get_world_size()}, "
+                f"expected rank {self.rank} of {self.world_size}"
+            )
+        self.backend = str(dist.get_backend())
+        if acc.name == "cuda":
+            # nccl: one device per process, named explicitly so DDP and barrier never guess.
+            self._device_ids = [acc.index]
+            self._barrier_ids = [acc.index]
+
+    def wrap_model(self, model: nn.Module) -> nn.Module:
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model, device_ids=self._device_ids)
+
+    def gather(self, obj: Any) -> list[Any]:
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def barrier(self) -> None:
+        import torch.distributed as dist
+
+        if self._barrier_ids is not None:
+            dist.barrier(device_ids=self._barrier_ids)
+        else:
+            dist.barrier()
+
+    def teardown(self) -> None:
+        """Wait until every rank is past its last collective; the group itself outlives the model.
+
+        Destroying the group while the DDP model (and its reducer) still exist has hung at exit under
+        load; the process that owns the group destroys it once ``run_cell`` has returned and the model
+        is gone (``hpubench.dist.worker``, or :meth:`destroy`).
+        """
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            self.barrier()
+
+    @staticmethod
+    def destroy() -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def replica_check(self, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor]) -> dict[str, Any]:
+        """Evidence that the ranks train one model, not N independent ones (collective: every rank calls it).
+
+        ``param_digest`` hashes every parameter: equal on all ranks only if DDP broadcast the initial
+        weights and every optimizer step saw the same gradients. ``local_grad`` is a probe parameter's
+        gradient on this rank's own batch without synchronisation (``no_sync``), so it differs between
+        ranks that got different data; ``synced_grad`` is the same gradient after DDP's all-reduce, which
+        must be the mean of every rank's ``local_grad``. Leaves the gradients cleared.
+        """
+        params = [p for p in model.parameters() if p.requires_grad]
+        digest = hashlib.sha256()
+        for p in params:
+            digest.update(p.detach().to("cpu").contiguous().flatten().view(torch.uint8).numpy().tobytes())
+        name, probe = [(n, p) for n, p in model.named_parameters() if p.requires_grad][-1]
+
+        def grad_of_probe(sync: bool) -> list[float]:
+            for p in params:
+                p.grad = None
+            if sync:
+                loss_of(model).backward()
+            else:
+                with model.no_sync():  # type: ignore[operator]
+                    loss_of(model).backward()
+            assert probe.grad is not None
+            return probe.grad.detach().to("cpu", torch.float64).flatten()[:64].tolist()
+
+        local = grad_of_probe(sync=False)
+        synced = grad_of_probe(sync=True)
+        for p in params:
+            p.grad = None
+        return {
+            "rank": self.rank,
+            "param_digest": digest.hexdigest()[:32],
+            "probe": name,
+            "local_grad": local,
+            "synced_grad": synced,
+        }
+
+
+def for_cell(cell: Cell, environ: Mapping[str, str] | None = None) -> Strategy:
+    """SingleDevice for one process; DDP, from the elastic agent's variables, for several."""
+    if cell.world_size == 1:
+        return SingleDevice()
+    reason = multi_process_skip_reason(cell)
+    if reason:
+        raise CellSkipped(reason)
+    return DDP.from_env(cell, environ)

@@ -9,7 +9,7 @@ device (a pre-warmed parent forks workers, and CUDA does not survive a fork once
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hpubench.cell import Cell
@@ -50,6 +50,16 @@ class Accelerator(ABC):
     @classmethod
     def env_before_import(cls, cell: Cell) -> dict[str, str]:
         """Environment a worker must have *before* importing the device's framework for this cell."""
+        return {}
+
+    @classmethod
+    def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
+        """The device index one rank's process uses: one device per local rank, the cell's ids if named."""
+        return cell.device_ids[local_rank] if cell.device_ids else local_rank
+
+    @classmethod
+    def rank_env(cls, cell: Cell, local_rank: int, environ: Mapping[str, str]) -> dict[str, str]:
+        """Environment one rank's process needs before it imports the device framework (device choice)."""
         return {}
 
     # ---- detection -------------------------------------------------------------------------------

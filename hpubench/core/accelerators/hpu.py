@@ -147,6 +147,21 @@ class HPUAccelerator(Accelerator):
         env.update(op_list_env(os.environ))
         return env
 
+    @classmethod
+    def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
+        """Each rank's process acquires one Gaudi module, chosen by ``HLS_MODULE_ID``: device 0 there."""
+        return 0
+
+    @classmethod
+    def rank_env(cls, cell: Cell, local_rank: int, environ: Mapping[str, str]) -> dict[str, str]:
+        """``HLS_MODULE_ID`` picks this rank's module; ``HABANA_VISIBLE_MODULES`` limits the process to the
+        cell's modules unless the user already limited it (their list then wins)."""
+        modules = cell.device_ids if cell.device_ids else tuple(range(cell.devices))
+        env = {"HLS_MODULE_ID": str(modules[local_rank])}
+        if not environ.get("HABANA_VISIBLE_MODULES"):
+            env["HABANA_VISIBLE_MODULES"] = ",".join(str(m) for m in modules)
+        return env
+
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
     def is_available(cls) -> bool:

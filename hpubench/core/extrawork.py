@@ -1,0 +1,187 @@
+"""Workload options the harness itself understands; today one: ``extra_work``, a planted slowdown.
+
+To show that ``hpubench gate`` catches a 10% slowdown (and does not cry wolf on an unchanged one) we need
+a change that makes every step a known fraction slower and changes nothing else. ``extra_work=0.1`` does
+that for any workload: after the warm-up it adds a fixed number of small matrix products to every step,
+sized so they take about 10% of a plain step.
+
+Real compute, not a sleep: a sleep frees the core, so on a loaded machine the planted delay would stay
+fixed while real work stretches, and on an asynchronous device a host-side sleep can hide behind queued
+kernels. The amount is calibrated once per run, at the end of the warm-up, and then frozen: from there on
+the *work* per step is fixed, as it is for a real regression, and the time it takes varies with the
+machine like the rest of the step. Calibration times plain steps and the unit of extra work several
+times each and uses the minimum of each: on a shared machine one descheduled moment can stretch a sample
+a hundredfold, while the minimum is the uncontended cost, so the ratio of the two holds. It is recorded
+in the result's ``runtime["extra_work"]`` so the planted fraction can be checked.
+
+Parsing and checking are pure (the CLI validates ``--option`` without importing torch); torch is imported
+only where the work is built.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hpubench.errors import UsageError
+
+EXTRA_WORK = "extra_work"
+# name -> what it does; workloads may accept more names through a ``workload_options`` class attribute.
+HARNESS_OPTIONS: dict[str, str] = {
+    EXTRA_WORK: "fraction of a plain step's time added as extra compute to every measured step",
+}
+MAX_EXTRA_WORK = 10.0  # 10x the step: beyond that it is not a "slowdown" any more, and a typo is likelier
+CALIBRATION_STEPS = 10  # plain steps timed after the warm-up to size the extra work (minimum)
+UNIT_REPEATS = 30  # timings of the unit of extra work (minimum)
+MAX_UNITS = 2000  # above this many units per step the unit doubles in size (less Python overhead)
+UNIT_SIZES = (32, 64, 128, 256, 512, 1024)  # square matmul sizes tried, smallest first (granularity)
+
+
+def parse_extra_work(value: str) -> float:
+    """``extra_work`` as a fraction (``0.1`` or ``10%``); raises ValueError with the fix."""
+    text = str(value).strip()
+    scale = 0.01 if text.endswith("%") else 1.0
+    try:
+        fraction = float(text.rstrip("%")) * scale
+    except ValueError:
+        raise ValueError(f"extra_work takes a fraction such as 0.1 or 10%, got {value!r}") from None
+    if not math.isfinite(fraction) or not 0 <= fraction <= MAX_EXTRA_WORK:
+        raise ValueError(f"extra_work must be between 0 and {MAX_EXTRA_WORK:g} (a fraction), got {value!r}")
+    return fraction
+
+
+def check_options(options: Mapping[str, str], where: str = "options") -> None:
+    """Validate the values of options the harness knows; unknown names are the worker's to judge."""
+    if EXTRA_WORK in options:
+        try:
+            parse_extra_work(options[EXTRA_WORK])
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+
+
+def unknown_options(options: Mapping[str, str], workload: object) -> list[str]:
+    """Names neither the harness nor the workload accepts: a typo must not run a plain cell silently."""
+    accepted = set(HARNESS_OPTIONS) | set(getattr(workload, "workload_options", {}) or {})
+    return sorted(set(options) - accepted)
+
+
+def apply_options(
+    options: Mapping[str, str],
+    workload: object,
+    step: Callable[[Any], Any],
+    warmup_steps: int,
+    synchronize: Callable[[], None],
+    device: Any,
+    runtime: dict[str, Any],
+) -> Callable[[Any], Any]:
+    """The cell's step with the harness options applied (the same step when there are none)."""
+    bad = unknown_options(options, workload)
+    if bad:
+        known = sorted(set(HARNESS_OPTIONS) | set(getattr(workload, "workload_options", {}) or {}))
+        raise ValueError(f"unknown workload option(s) {', '.join(bad)}; known: {', '.join(known)}")
+    fraction = parse_extra_work(options[EXTRA_WORK]) if EXTRA_WORK in options else 0.0
+    if fraction <= 0:
+        return step
+    return _ExtraWorkStep(step, fraction, warmup_steps, synchronize, device, runtime)
+
+
+def _min_time(fn: Callable[[], Any], synchronize: Callable[[], None], n: int) -> float:
+    times = []
+    for _ in range(n):
+        synchronize()
+        t0 = time.perf_counter()
+        fn()
+        synchronize()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+class _ExtraWorkStep:
+    """A step that, once the warm-up is over, does ``units`` extra matrix products after the real step.
+
+    The warm-up is counted in calls: the launcher's measurement runs exactly ``warmup_steps`` warm-up
+    calls before the measured ones, and the calibration runs inside the last warm-up call, so it is
+    excluded from the measured figures and the first (compile) step stays the first step.
+    """
+
+    def __init__(
+        self,
+        step: Callable[[Any], Any],
+        fraction: float,
+        warmup_steps: int,
+        synchronize: Callable[[], None],
+        device: Any,
+        runtime: dict[str, Any],
+    ) -> None:
+        self._step = step
+        self._fraction = fraction
+        self._warmup_steps = warmup_steps
+        self._sync = synchronize
+        self._device = device
+        self._runtime = runtime
+        self._calls = 0
+        self._units = 0
+        self._a: Any = None
+        self._b: Any = None
+        self._out: Any = None
+
+    def _set_unit(self, n: int) -> None:
+        import torch
+
+        g = torch.Generator(device="cpu").manual_seed(n)
+        # Orthogonal factors keep the products bounded however often they run (no inf/nan slow paths).
+        q, _ = torch.linalg.qr(torch.randn(n, n, generator=g))
+        self._a = q.to(self._device)
+        self._b = q.T.contiguous().to(self._device)
+        self._out = torch.empty_like(self._a)
+
+    def _unit(self) -> None:
+        import torch
+
+        torch.mm(self._a, self._b, out=self._out)
+
+    def _burn(self, units: int) -> None:
+        for _ in range(units):
+            self._unit()
+
+    def _calibrate(self, batch: Any) -> None:
+        base_s = _min_time(lambda: self._step(batch), self._sync, CALIBRATION_STEPS)
+        target_s = self._fraction * base_s
+        size = unit_s = 0.0
+        for n in UNIT_SIZES:
+            self._set_unit(n)
+            self._burn(3)  # first calls allocate and pick kernels
+            unit_s = _min_time(lambda: self._burn(10), self._sync, UNIT_REPEATS) / 10
+            size = n
+            if target_s / unit_s <= MAX_UNITS:
+                break
+        units = max(1, round(target_s / unit_s))
+        # A unit timed alone is mostly dispatch overhead, whose cost drifts; time the burn as it will
+        # run (that many units back to back) and correct the count, twice, so the planted time holds.
+        for _ in range(2):
+            burn_s = _min_time(lambda u=units: self._burn(u), self._sync, CALIBRATION_STEPS)
+            units = max(1, round(units * target_s / burn_s))
+        burn_s = _min_time(lambda u=units: self._burn(u), self._sync, CALIBRATION_STEPS)
+        self._units = units
+        self._runtime["extra_work"] = {
+            "fraction": self._fraction,
+            "units_per_step": units,
+            "unit": f"matmul {int(size)}x{int(size)}",
+            "unit_s": burn_s / units,
+            "base_step_s": base_s,
+            "planted_s": burn_s,
+            "planted_fraction": burn_s / base_s,
+        }
+
+    def __call__(self, batch: Any) -> Any:
+        self._calls += 1
+        loss = self._step(batch)
+        if self._calls < self._warmup_steps:
+            return loss
+        if self._calls == self._warmup_steps:
+            self._calibrate(batch)
+            return loss
+        self._burn(self._units)
+        return loss

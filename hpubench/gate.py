@@ -1,0 +1,495 @@
+"""Regression gating: one trustworthy pass/fail for a whole matrix, baseline against current.
+
+Pure: lists of CellResults in, frozen verdicts out; no I/O, no torch. Cells are matched exactly as
+``hpubench compare`` matches them (``hpubench.compare``: by ``Cell.match_key``, repetitions grouped).
+
+Throughput: when does a cell regress?
+    A cell regresses when its throughput drop is larger than the threshold (``--max-regression``,
+    5% by default) AND the drop is statistically significant after a multiple-comparison correction
+    over every cell tested (Holm by default, at ``alpha`` = 0.01).
+
+    Why both. A fixed threshold alone (TorchBench's 7%, pytest-benchmark's ``--benchmark-compare-fail``)
+    fails noisy cells by chance and cannot tell a real 6% from noise; significance alone fails a build for
+    a real but irrelevant 0.3% on a quiet machine. Requiring both is asv's rule, and the two parts do
+    different jobs: significance bounds the false alarms, the threshold says what is worth failing for.
+
+    Why not "the whole confidence interval lies beyond the threshold" (a test of "drop <= threshold").
+    That rule flags only changes shown to be *larger* than the threshold: a true 10% slowdown against a
+    5% threshold would need the noise to be under about 2% per side, which repeated CPU runs rarely give,
+    and the gate would miss most 10% slowdowns. With ours, the chance of failing when nothing changed is
+    still at most ``alpha`` (significance alone guarantees it; the threshold only removes more), and a
+    slowdown twice the threshold is caught as soon as it is measured precisely enough to be told from
+    zero. The price: a real change close to the threshold is flagged about half of the time, because the
+    threshold is where we stop caring, not a guarantee. Improvements mirror regressions on the log scale
+    (a gain past 1/(1 - threshold) - 1, significant), so swapping the two sides swaps the two verdicts.
+
+    Why Holm, over all tested cells. Any single false alarm fails the build, so the error rate a team
+    feels is the family-wise one (the chance of any false alarm), which Holm controls and is never less
+    powerful than Bonferroni. ``correction="bh"`` (Benjamini-Hochberg) is offered for big matrices where
+    many cells move together: under "nothing changed" it has the same false-alarm rate, and it finds more
+    when much changed. The family is every cell with a throughput test, not only those past the
+    threshold: correcting over cells selected by their estimate would understate the multiplicity.
+
+    The test (``hpubench.stats``): a Welch t test on log throughput. With repetitions on both sides
+    (``hpubench run --repeat N``), each repetition gives one value and the error comes from the spread
+    between them, so run-to-run drift is part of the noise (the heavy tails of a t with R - 1 degrees of
+    freedom keep three repeats honest; use at least three, since two give one degree of freedom and
+    almost no power). With one run, the error comes from batch means within the run (steps are
+    autocorrelated, so single steps are not independent samples); if the other side has repetitions, the
+    single run borrows their run-to-run spread. Two single runs cannot see drift between runs at all:
+    then the threshold is the only guard against it, and the result says so.
+
+Peak memory: nearly deterministic, so no test: it regresses when it grows by more than its threshold
+(5% by default) AND by more than an absolute floor (1 MiB by default, for the page-granular noise of a
+CPU process's resident set), and, when both sides have repetitions, every current repetition is above
+every baseline one. Process RSS and device memory are different quantities and are never compared.
+
+Failures: a cell that failed (in any repetition) in current and in none in baseline fails the gate. A cell
+in baseline that current lacks, or that current skipped, is "missing": whether that fails the gate is
+``missing="fail"`` (default: a run cut short must not pass) or ``"ignore"``. New cells never fail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hpubench.cell import Cell
+from hpubench.compare import CellRuns, _by_match_key, _check_same_workload, _check_schema
+from hpubench.errors import UsageError
+from hpubench.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
+from hpubench.stats import (
+    CORRECTIONS,
+    LOCATIONS,
+    LogLocation,
+    LogRatioTest,
+    adjust_pvalues,
+    borrow_spread,
+    combine_runs,
+    run_location,
+    welch_log_ratio,
+)
+
+THROUGHPUT = "throughput"
+MEMORY = "peak_memory"
+METRICS: tuple[str, ...] = (THROUGHPUT, MEMORY)
+
+# Decisions on one metric of one cell.
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+NO_CHANGE = "no change"
+NOISY = "noisy"  # the estimate is past the threshold but not significant: neither pass nor fail proven
+NOT_TESTED = "not tested"
+
+# Outcomes of a cell (a metric decision, or what happened to the cell itself).
+FAILED = "failed"  # failed in current, not in baseline: fails the gate
+STILL_FAILING = "still failing"  # failed in both: reported, does not fail the gate
+FIXED = "fixed"  # failed in baseline, measured in current
+MISSING = "missing"  # in baseline, absent or skipped in current
+NEW = "new"  # only in current (or measured now, skipped before)
+SKIPPED = "skipped"  # skipped on both sides
+OUTCOMES: tuple[str, ...] = (
+    REGRESSION,
+    FAILED,
+    MISSING,
+    NOISY,
+    IMPROVEMENT,
+    NO_CHANGE,
+    FIXED,
+    STILL_FAILING,
+    NEW,
+    SKIPPED,
+)
+
+MISSING_POLICIES: tuple[str, ...] = ("fail", "ignore")
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.01
+DEFAULT_MEMORY_FLOOR_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """How strict the gate is; every field is a command-line option of ``hpubench gate``."""
+
+    throughput_threshold: float = DEFAULT_THRESHOLD  # fail beyond this relative throughput drop ...
+    memory_threshold: float = DEFAULT_THRESHOLD  # ... or this relative peak-memory growth
+    memory_floor_bytes: int = DEFAULT_MEMORY_FLOOR_BYTES  # and memory growth beyond this many bytes
+    alpha: float = DEFAULT_ALPHA  # family-wise (holm) or false-discovery (bh) error rate
+    correction: str = "holm"
+    missing: str = "fail"
+    statistic: str = "mean"  # step-time location: "mean" (what training delivers), "median" or "min"
+    confidence: float = 0.95  # of the intervals shown (the decision uses alpha and the correction)
+
+    def __post_init__(self) -> None:
+        for name in ("throughput_threshold", "memory_threshold"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v < 1):
+                raise UsageError(f"{name.replace('_', ' ')} must be a fraction in [0, 1), e.g. 0.05, got {v}")
+        if not (isinstance(self.memory_floor_bytes, int) and self.memory_floor_bytes >= 0):
+            raise UsageError(
+                f"memory floor must be a whole number of bytes >= 0, got {self.memory_floor_bytes}"
+            )
+        if not 0 < self.alpha < 1:
+            raise UsageError(f"alpha must be strictly between 0 and 1, e.g. 0.01, got {self.alpha}")
+        if not 0 < self.confidence < 1:
+            raise UsageError(f"confidence must be strictly between 0 and 1, got {self.confidence}")
+        if self.correction not in CORRECTIONS:
+            raise UsageError(f"correction must be one of {', '.join(CORRECTIONS)}, got {self.correction!r}")
+        if self.missing not in MISSING_POLICIES:
+            raise UsageError(f"missing must be one of {', '.join(MISSING_POLICIES)}, got {self.missing!r}")
+        if self.statistic not in LOCATIONS:
+            raise UsageError(f"statistic must be one of {', '.join(LOCATIONS)}, got {self.statistic!r}")
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """One metric of one cell. ``change`` is current / baseline - 1 (throughput: > 0 is faster; memory:
+    > 0 is more memory); ``interval`` is its two-sided interval at the settings' confidence, unadjusted."""
+
+    metric: str
+    decision: str
+    baseline: float | None  # samples/s, or bytes
+    current: float | None
+    change: float | None
+    interval: tuple[float, float] | None
+    p_value: float | None  # one-sided, in the direction of the change
+    p_adjusted: float | None  # the same after the multiple-comparison correction
+    threshold: float
+    detail: str
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    key: str  # the match key cells were matched on
+    cell: Cell  # the baseline's cell where there is one, else the current one
+    outcome: str
+    fails: bool
+    reason: str  # one line, for tables, Markdown and JUnit
+    throughput: MetricVerdict | None = None
+    memory: MetricVerdict | None = None
+    baseline_runs: int = 0  # measured repetitions on each side
+    current_runs: int = 0
+
+
+@dataclass(frozen=True)
+class GateResult:
+    settings: GateSettings
+    cells: tuple[CellVerdict, ...]
+    notes: tuple[str, ...] = field(default=())  # things a reader must know to trust the verdict
+
+    @property
+    def passed(self) -> bool:
+        return not any(c.fails for c in self.cells)
+
+    @property
+    def exit_code(self) -> int:
+        """0: passed; 1: a regression, a new failure or (by policy) a missing cell."""
+        return 0 if self.passed else 1
+
+    @property
+    def failures(self) -> tuple[CellVerdict, ...]:
+        return tuple(c for c in self.cells if c.fails)
+
+    def counts(self) -> dict[str, int]:
+        """Cells per outcome, in a fixed order (zero counts left out)."""
+        out = {o: sum(c.outcome == o for c in self.cells) for o in OUTCOMES}
+        return {k: v for k, v in out.items() if v}
+
+    def summary(self) -> str:
+        """One line: the verdict and the counts."""
+        parts = ", ".join(f"{n} {o}" for o, n in self.counts().items())
+        return f"{'PASSED' if self.passed else 'FAILED'}: {len(self.cells)} cells ({parts})"
+
+
+# ---- per-side measurements ------------------------------------------------------------------------------
+
+
+def _failed(runs: CellRuns) -> list[CellResult]:
+    return [r for r in runs.records if r.status == STATUS_FAILED]
+
+
+def _location(runs: CellRuns, statistic: str) -> LogLocation:
+    """Log seconds per sample over the side's measured repetitions."""
+    return combine_runs(
+        [
+            run_location(r.step_times_s, statistic, units_per_step=r.metrics.samples_per_step)  # type: ignore[union-attr]
+            for r in runs.measured
+        ]
+    )
+
+
+def _peaks(runs: CellRuns) -> tuple[list[int], set[str]]:
+    values, sources = [], set()
+    for r in runs.measured:
+        if r.memory is not None and r.memory.peak_allocated_bytes is not None:
+            values.append(int(r.memory.peak_allocated_bytes))
+            sources.add(r.memory.source)
+    return values, sources
+
+
+def _median(values: Sequence[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+# ---- decisions ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ThroughputTest:
+    base: LogLocation
+    cur: LogLocation
+    test: LogRatioTest
+
+
+def _throughput_test(b: CellRuns, c: CellRuns, statistic: str) -> _ThroughputTest:
+    base, cur = _location(b, statistic), _location(c, statistic)
+    base, cur = borrow_spread(base, cur), borrow_spread(cur, base)
+    return _ThroughputTest(base, cur, welch_log_ratio(base, cur))
+
+
+def _throughput_verdict(
+    t: _ThroughputTest, p_slow_adj: float, p_fast_adj: float, s: GateSettings
+) -> MetricVerdict:
+    # Locations are log seconds per sample, so throughput = exp(-location) and its ratio exp(-d).
+    d = t.test.log_ratio
+    change = math.exp(-d) - 1
+    lo_time, hi_time = t.test.interval(s.confidence)
+    interval = (1 / hi_time - 1, 1 / lo_time - 1)
+    slower = change < 0
+    p = t.test.p_increase if slower else t.test.p_decrease
+    p_adj = p_slow_adj if slower else p_fast_adj
+    # A drop past the threshold, or the mirror-image gain (1/(1-t) - 1): swapping baseline and current
+    # then swaps regression and improvement exactly.
+    past = -change > s.throughput_threshold if slower else change > 1 / (1 - s.throughput_threshold) - 1
+    significant = p_adj <= s.alpha
+    if past and significant:
+        decision = REGRESSION if slower else IMPROVEMENT
+    elif past:
+        decision = NOISY
+    else:
+        decision = NO_CHANGE
+    runs = f"{t.base.runs} vs {t.cur.runs} run(s)"
+    how = "between-run spread" if max(t.base.runs, t.cur.runs) > 1 else "within-run batch means only"
+    detail = f"{s.statistic} step time, {runs}, {how}; Welch t, df {t.test.df:.1f}"
+    return MetricVerdict(
+        metric=THROUGHPUT,
+        decision=decision,
+        baseline=math.exp(-t.base.value),
+        current=math.exp(-t.cur.value),
+        change=change,
+        interval=interval,
+        p_value=p,
+        p_adjusted=p_adj,
+        threshold=s.throughput_threshold,
+        detail=detail,
+    )
+
+
+def _memory_verdict(b: CellRuns, c: CellRuns, s: GateSettings) -> MetricVerdict:
+    bv, bsrc = _peaks(b)
+    cv, csrc = _peaks(c)
+
+    def not_tested(why: str) -> MetricVerdict:
+        return MetricVerdict(MEMORY, NOT_TESTED, None, None, None, None, None, None, s.memory_threshold, why)
+
+    if not bv or not cv:
+        return not_tested(
+            "no peak memory recorded on "
+            + ("either side" if not bv and not cv else "the baseline" if not bv else "the current side")
+        )
+    if bsrc != csrc:
+        return not_tested(f"memory sources differ ({', '.join(sorted(bsrc | csrc))}): not comparable")
+    base, cur = _median(bv), _median(cv)
+    if base <= 0:
+        return not_tested("baseline peak memory is zero")
+    change = cur / base - 1
+    diff = cur - base
+    repeated = len(bv) > 1 and len(cv) > 1
+    decision = NO_CHANGE
+    grew = change > s.memory_threshold and diff > s.memory_floor_bytes
+    shrank = cur / base < 1 / (1 + s.memory_threshold) and -diff > s.memory_floor_bytes  # the mirror image
+    if grew and (not repeated or min(cv) > max(bv)):
+        decision = REGRESSION
+    elif shrank and (not repeated or max(cv) < min(bv)):
+        decision = IMPROVEMENT
+    elif grew or shrank:
+        decision = NOISY  # only reachable with repetitions that overlap
+    detail = (
+        f"median peak of {len(bv)} vs {len(cv)} run(s), {diff / 2**20:+.1f} MiB; "
+        f"regresses beyond {s.memory_threshold:.0%} and {s.memory_floor_bytes / 2**20:g} MiB"
+    )
+    return MetricVerdict(
+        metric=MEMORY,
+        decision=decision,
+        baseline=base,
+        current=cur,
+        change=change,
+        interval=(min(cv) / max(bv) - 1, max(cv) / min(bv) - 1) if repeated else None,
+        p_value=None,
+        p_adjusted=None,
+        threshold=s.memory_threshold,
+        detail=detail,
+    )
+
+
+def _measured_outcome(thr: MetricVerdict, mem: MetricVerdict) -> tuple[str, bool, str]:
+    decisions = (thr.decision, mem.decision)
+    parts = []
+    for v, name in ((thr, "throughput"), (mem, "peak memory")):
+        if v.decision in (REGRESSION, IMPROVEMENT, NOISY) and v.change is not None:
+            extra = f", p_adj {v.p_adjusted:.2g}" if v.p_adjusted is not None else ""
+            label = "past the threshold but not significant" if v.decision == NOISY else v.decision
+            parts.append(f"{name} {_pct(v.change)} ({label}{extra})")
+    if REGRESSION in decisions:
+        return REGRESSION, True, "; ".join(parts)
+    if NOISY in decisions:
+        return NOISY, False, "; ".join(parts)
+    if IMPROVEMENT in decisions:
+        return IMPROVEMENT, False, "; ".join(parts)
+    change = f"throughput {_pct(thr.change)}" if thr.change is not None else "throughput not tested"
+    return NO_CHANGE, False, f"{change}, within {thr.threshold:.0%} or not significant"
+
+
+def _first_reason(records: Sequence[CellResult]) -> str:
+    return next((r.reason for r in records if r.reason), None) or "no reason recorded"
+
+
+def gate(
+    baseline: Sequence[CellResult],
+    current: Sequence[CellResult],
+    settings: GateSettings | None = None,
+) -> GateResult:
+    """Judge ``current`` against ``baseline``; raises UsageError for inputs that cannot be judged."""
+    s = settings or GateSettings()
+    if not baseline:
+        raise UsageError("the baseline holds no result records; fix: point --baseline at a saved run")
+    if not current:
+        raise UsageError("the current results hold no records; fix: point --current at a finished run")
+    _check_schema(baseline, current)
+    b_map, c_map = _by_match_key(baseline, "baseline"), _by_match_key(current, "current")
+    matched = [k for k in b_map if k in c_map]
+    if not matched:
+        raise UsageError(
+            f"nothing matched: none of the {len(c_map)} current cell(s) is among the {len(b_map)} baseline "
+            "cell(s); fix: gate runs of the same matrix (cells match on their key without the accelerator)"
+        )
+
+    # First pass: settle every cell that needs no statistics, collect the throughput tests.
+    settled: dict[str, CellVerdict] = {}
+    tests: dict[str, _ThroughputTest] = {}
+    for key in matched:
+        b, c = b_map[key], c_map[key]
+        cell = b.cell
+        runs = {"baseline_runs": len(b.measured), "current_runs": len(c.measured)}
+        b_failed, c_failed = _failed(b), _failed(c)
+        if c_failed and not b_failed and not b.measured:
+            settled[key] = CellVerdict(
+                key, cell, NEW, False, f"failed now, skipped in baseline: {_first_reason(c_failed)}", **runs
+            )
+        elif c_failed and not b_failed:
+            reps = f" in {len(c_failed)} of {len(c.records)} repetitions" if len(c.records) > 1 else ""
+            settled[key] = CellVerdict(
+                key, cell, FAILED, True, f"failed{reps}: {_first_reason(c_failed)}", **runs
+            )
+        elif c_failed:
+            settled[key] = CellVerdict(
+                key, cell, STILL_FAILING, False, f"failed on both sides: {_first_reason(c_failed)}", **runs
+            )
+        elif b_failed and c.measured:
+            settled[key] = CellVerdict(
+                key, cell, FIXED, False, f"measured now; baseline failed: {_first_reason(b_failed)}", **runs
+            )
+        elif not c.measured and b.measured:
+            skipped = [r for r in c.records if r.status == STATUS_SKIPPED]
+            settled[key] = CellVerdict(
+                key,
+                cell,
+                MISSING,
+                s.missing == "fail",
+                f"skipped in current: {_first_reason(skipped)}",
+                **runs,
+            )
+        elif not c.measured and not b.measured:
+            settled[key] = CellVerdict(
+                key, cell, SKIPPED, False, f"skipped: {_first_reason(c.records)}", **runs
+            )
+        elif not b.measured:
+            settled[key] = CellVerdict(
+                key, cell, NEW, False, f"measured now; baseline: {_first_reason(b.records)}", **runs
+            )
+        else:
+            _check_same_workload(key, b, c)
+            tests[key] = _throughput_test(b, c, s.statistic)
+
+    # Second pass: the correction over every tested cell, then the decisions.
+    keys = list(tests)
+    p_slow = adjust_pvalues([tests[k].test.p_increase for k in keys], s.correction)
+    p_fast = adjust_pvalues([tests[k].test.p_decrease for k in keys], s.correction)
+    adjusted = {k: (ps, pf) for k, ps, pf in zip(keys, p_slow, p_fast, strict=True)}
+
+    verdicts: list[CellVerdict] = []
+    for key in b_map:
+        if key in settled:
+            verdicts.append(settled[key])
+        elif key in tests:
+            b, c = b_map[key], c_map[key]
+            thr = _throughput_verdict(tests[key], *adjusted[key], s)
+            mem = _memory_verdict(b, c, s)
+            outcome, fails, reason = _measured_outcome(thr, mem)
+            verdicts.append(
+                CellVerdict(key, b.cell, outcome, fails, reason, thr, mem, len(b.measured), len(c.measured))
+            )
+        else:
+            b = b_map[key]
+            verdicts.append(
+                CellVerdict(
+                    key,
+                    b.cell,
+                    MISSING,
+                    s.missing == "fail",
+                    "not in the current results",
+                    baseline_runs=len(b.measured),
+                )
+            )
+    for key, c in c_map.items():
+        if key not in b_map:
+            verdicts.append(
+                CellVerdict(key, c.cell, NEW, False, "not in the baseline", current_runs=len(c.measured))
+            )
+    if not tests and not any(v.outcome in (FAILED, STILL_FAILING, FIXED) for v in verdicts):
+        raise UsageError(
+            f"nothing to gate: {len(matched)} cell(s) matched but none was measured on both sides; "
+            "fix: gate runs where the cells ran (see 'hpubench results')"
+        )
+    return GateResult(s, tuple(verdicts), _notes(tests, b_map, c_map, matched))
+
+
+def _device(runs: CellRuns) -> str | None:
+    return runs.record.runtime.get("device_name") if runs.measured else None
+
+
+def _notes(
+    tests: dict[str, _ThroughputTest],
+    b_map: dict[str, CellRuns],
+    c_map: dict[str, CellRuns],
+    matched: list[str],
+) -> tuple[str, ...]:
+    notes = []
+    single = sum(t.base.runs == 1 and t.cur.runs == 1 for t in tests.values())
+    if single:
+        notes.append(
+            f"{single} of {len(tests)} tested cell(s) ran once on each side, so drift between runs is not in "
+            "their error and only the threshold guards against it; run with --repeat 3 or more"
+        )
+    pairs = {(_device(b_map[k]), _device(c_map[k])) for k in matched}
+    changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
+    if changed:
+        notes.append(f"the device changed between baseline and current ({'; '.join(changed)})")
+    return tuple(notes)

@@ -1,0 +1,242 @@
+"""The gate's verdict in three forms: a terminal table, Markdown for a CI job summary, and JUnit XML.
+
+Every form says the same thing in the same order (failing cells first, then the ones worth a look, then
+the rest in matrix order), and JUnit marks exactly the cells that fail the gate as failures, so the
+red in a CI system's test view always agrees with the exit code.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from rich.table import Table
+
+from hpubench.gate import (
+    FAILED,
+    FIXED,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NO_CHANGE,
+    NOISY,
+    NOT_TESTED,
+    REGRESSION,
+    SKIPPED,
+    STILL_FAILING,
+    CellVerdict,
+    GateResult,
+    MetricVerdict,
+)
+
+_ORDER = {REGRESSION: 0, FAILED: 0, MISSING: 1, NOISY: 2, IMPROVEMENT: 3, FIXED: 3, STILL_FAILING: 3}
+_STYLE = {
+    REGRESSION: "bold red",
+    FAILED: "bold red",
+    MISSING: "yellow",
+    NOISY: "yellow",
+    IMPROVEMENT: "green",
+    FIXED: "green",
+    NO_CHANGE: "",
+    STILL_FAILING: "dim red",
+    NEW: "cyan",
+    SKIPPED: "dim",
+}
+# Cells JUnit reports as skipped: nothing was judged (the others pass or, if they fail the gate, fail).
+_NOT_JUDGED = (SKIPPED, NEW, STILL_FAILING)
+
+
+def ordered(result: GateResult) -> list[CellVerdict]:
+    """Failing cells first, then missing and noisy ones, then improvements, then the rest; stable."""
+
+    def rank(v: CellVerdict) -> int:
+        return -1 if v.fails else _ORDER.get(v.outcome, 4)
+
+    return sorted(result.cells, key=rank)
+
+
+def _change(v: MetricVerdict | None, with_interval: bool = True) -> str:
+    if v is None or v.change is None:
+        return "-" if v is None or v.decision != NOT_TESTED else "n/a"
+    text = f"{v.change:+.1%}"
+    if with_interval and v.interval is not None:
+        text += f" [{v.interval[0]:+.1%}, {v.interval[1]:+.1%}]"
+    return text
+
+
+def _p(v: MetricVerdict | None) -> str:
+    return "-" if v is None or v.p_adjusted is None else f"{v.p_adjusted:.2g}"
+
+
+def _throughput(v: MetricVerdict | None) -> str:
+    if v is None or v.baseline is None or v.current is None:
+        return "-"
+    return f"{v.baseline:,.4g} -> {v.current:,.4g}"
+
+
+def _mem(v: MetricVerdict | None) -> str:
+    if v is None or v.change is None or v.current is None:
+        return "-" if v is None else "n/a"
+    return f"{v.current / 2**20:,.0f} MiB ({v.change:+.1%})"
+
+
+def settings_line(result: GateResult) -> str:
+    s = result.settings
+    return (
+        f"fails on a throughput drop > {s.throughput_threshold:.0%} that is significant at alpha {s.alpha:g} "
+        f"({s.correction} over {sum(v.throughput is not None for v in result.cells)} tested cells, "
+        f"{s.statistic} step time), or peak memory growth > {s.memory_threshold:.0%} and > "
+        f"{s.memory_floor_bytes / 2**20:g} MiB; missing cells: {s.missing}; intervals "
+        f"{s.confidence:.0%}, unadjusted"
+    )
+
+
+def terminal_table(result: GateResult, title: str = "") -> Table:
+    table = Table(title=title or result.summary(), caption=settings_line(result))
+    for col, justify in (
+        ("cell", "left"),
+        ("outcome", "left"),
+        ("samples/s base -> cur", "right"),
+        ("throughput change [CI]", "right"),
+        ("p adj", "right"),
+        ("peak memory", "right"),
+        ("runs", "right"),
+        ("why", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for v in ordered(result):
+        style = _STYLE.get(v.outcome, "")
+        outcome = f"[{style}]{v.outcome}[/]" if style else v.outcome
+        table.add_row(
+            v.key,
+            outcome,
+            _throughput(v.throughput),
+            _change(v.throughput),
+            _p(v.throughput),
+            _mem(v.memory),
+            f"{v.baseline_runs}/{v.current_runs}",
+            v.reason,
+        )
+    return table
+
+
+def _md(text: str) -> str:
+    """Safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+_ICON = {True: ":x:", False: ":white_check_mark:"}
+
+
+def markdown(result: GateResult, baseline_label: str = "baseline", current_label: str = "current") -> str:
+    """A self-contained Markdown summary, e.g. for ``$GITHUB_STEP_SUMMARY``."""
+    verdict = "passed" if result.passed else "FAILED"
+    lines = [
+        f"## {_ICON[not result.passed]} hpubench gate {verdict}",
+        "",
+        f"**{result.summary()}**",
+        "",
+        f"Baseline `{_md(baseline_label)}` vs current `{_md(current_label)}`: {_md(settings_line(result))}.",
+        "",
+        "| | cell | outcome | samples/s base → cur | throughput change [CI] | p adj | peak memory | runs "
+        "| why |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for v in ordered(result):
+        icon = ":x:" if v.fails else (":warning:" if v.outcome in (MISSING, NOISY) else "")
+        outcome = f"**{v.outcome}**" if v.fails else v.outcome
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    icon,
+                    f"`{_md(v.key)}`",
+                    outcome,
+                    _md(_throughput(v.throughput)).replace("->", "→"),
+                    _change(v.throughput),
+                    _p(v.throughput),
+                    _md(_mem(v.memory)),
+                    f"{v.baseline_runs}/{v.current_runs}",
+                    _md(v.reason),
+                ]
+            )
+            + " |"
+        )
+    if result.notes:
+        lines += ["", *(f"> **Note:** {_md(n)}" for n in result.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _details(v: CellVerdict) -> str:
+    out = [
+        f"outcome: {v.outcome}",
+        f"why: {v.reason}",
+        f"runs: baseline {v.baseline_runs}, current {v.current_runs}",
+    ]
+    for m in (v.throughput, v.memory):
+        if m is None:
+            continue
+        parts = [f"{m.metric}: {m.decision}"]
+        if m.change is not None:
+            parts.append(f"change {_change(m)}")
+        if m.p_value is not None:
+            parts.append(f"p {m.p_value:.3g} (adjusted {m.p_adjusted:.3g})")
+        parts.append(f"threshold {m.threshold:.0%}")
+        parts.append(m.detail)
+        out.append("; ".join(parts))
+    return "\n".join(out)
+
+
+def _junit_kind(v: CellVerdict) -> str:
+    """failure exactly where the gate fails; skipped where nothing was judged (or missing is ignored)."""
+    if v.fails:
+        return "failure"
+    if v.outcome in _NOT_JUDGED or v.outcome == MISSING:
+        return "skipped"
+    return "passed"
+
+
+def junit_xml(
+    result: GateResult,
+    baseline_label: str = "baseline",
+    current_label: str = "current",
+    suite_name: str = "hpubench.gate",
+) -> bytes:
+    """JUnit XML with one test case per cell; a ``<failure>`` exactly where the cell fails the gate."""
+    cells: Sequence[CellVerdict] = ordered(result)
+    failures = sum(v.fails for v in cells)
+    skipped = sum(_junit_kind(v) == "skipped" for v in cells)
+    counts = {"tests": str(len(cells)), "failures": str(failures), "errors": "0", "skipped": str(skipped)}
+    root = ET.Element("testsuites", {"name": "hpubench gate", **counts, "time": "0"})
+    suite = ET.SubElement(root, "testsuite", {"name": suite_name, **counts, "time": "0"})
+    props = ET.SubElement(suite, "properties")
+    s = result.settings
+    for name, value in (
+        ("baseline", baseline_label),
+        ("current", current_label),
+        ("throughput_threshold", s.throughput_threshold),
+        ("memory_threshold", s.memory_threshold),
+        ("memory_floor_bytes", s.memory_floor_bytes),
+        ("alpha", s.alpha),
+        ("correction", s.correction),
+        ("statistic", s.statistic),
+        ("missing", s.missing),
+        ("verdict", "passed" if result.passed else "failed"),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": str(value)})
+    for v in cells:
+        case = ET.SubElement(
+            suite, "testcase", {"classname": f"hpubench.gate.{v.cell.workload}", "name": v.key, "time": "0"}
+        )
+        kind = _junit_kind(v)
+        if kind == "failure":
+            failure = ET.SubElement(case, "failure", {"message": v.reason, "type": v.outcome})
+            failure.text = _details(v)
+        elif kind == "skipped":
+            ET.SubElement(case, "skipped", {"message": f"{v.outcome}: {v.reason}"})
+        out = ET.SubElement(case, "system-out")
+        out.text = _details(v)
+    if result.notes:
+        ET.SubElement(suite, "system-out").text = "\n".join(result.notes)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"

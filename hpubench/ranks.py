@@ -1,0 +1,101 @@
+"""Every rank's measurements merged into one record of a data-parallel cell. Pure: no torch, no I/O.
+
+The record's step times are *global*: step i takes as long as its slowest rank, because DDP's all-reduce
+makes every rank wait for the others inside every step. So the merged series is the per-step maximum over
+ranks, and global samples/s = (batch x world size) per step over that synchronised time, i.e. the sum of
+every rank's samples over the wall time they took together. Each rank's own series, memory peak, host
+and loss stay in ``runtime["distributed"]["ranks"]`` so a straggler or an outlier rank can be found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hpubench.core.memory import MemoryStats
+
+STEP_TIME_REDUCTION = "max over ranks, per step (the all-reduce makes every rank wait for the slowest)"
+
+
+@dataclass(frozen=True)
+class RankSample:
+    """What one rank measured; sent to every rank with ``all_gather_object``."""
+
+    rank: int
+    local_rank: int
+    node_rank: int
+    host: str
+    pid: int
+    device_index: int
+    threads: int | None
+    warmup_s: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    loss_first: float
+    loss_last: float
+    memory: dict[str, Any] = field(default_factory=dict)  # MemoryStats.to_dict()
+
+
+@dataclass(frozen=True)
+class MergedRanks:
+    warmup_s: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    loss_first: float
+    loss_last: float
+    memory: MemoryStats | None
+    runtime: dict[str, Any]
+
+
+def _per_step_max(series: Sequence[Sequence[float]], what: str) -> tuple[float, ...]:
+    lengths = {len(s) for s in series}
+    if len(lengths) != 1:
+        raise ValueError(f"ranks measured different numbers of {what} steps: {sorted(lengths)}")
+    return tuple(max(values) for values in zip(*series, strict=True))
+
+
+def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
+    """Global step times, the worst memory peak and the per-rank detail, from every rank's sample.
+
+    The loss is the mean over ranks: with equal per-rank batches that is the loss of the global batch.
+    The memory reported is that of the rank with the highest peak, since a device's capacity is what a
+    peak is compared with; the sum over ranks is kept too (all ranks of a CPU cell share one host).
+    """
+    if not samples:
+        raise ValueError("no rank samples to merge")
+    ranks = sorted(samples, key=lambda s: s.rank)
+    if [s.rank for s in ranks] != list(range(len(ranks))):
+        raise ValueError(f"rank samples are not ranks 0..{len(ranks) - 1}: {[s.rank for s in ranks]}")
+    measured = _per_step_max([s.measured_s for s in ranks], "measured")
+    warmup = _per_step_max([s.warmup_s for s in ranks], "warm-up")
+    peaks = [s.memory.get("peak_allocated_bytes") for s in ranks]
+    known = [(p, s.rank) for p, s in zip(peaks, ranks, strict=True) if p is not None]
+    worst = max(known)[1] if known else 0
+    memory = MemoryStats.from_dict(ranks[worst].memory) if ranks[worst].memory else None
+    means = [sum(s.measured_s) / len(s.measured_s) for s in ranks]
+    runtime: dict[str, Any] = {
+        "step_time_reduction": STEP_TIME_REDUCTION,
+        "ranks": [
+            {
+                **{k: v for k, v in asdict(s).items() if k not in ("memory", "warmup_s", "measured_s")},
+                "step_times_s": list(s.measured_s),
+                "warmup_times_s": list(s.warmup_s),
+                "peak_memory_bytes": s.memory.get("peak_allocated_bytes"),
+                "memory_source": s.memory.get("source"),
+            }
+            for s in ranks
+        ],
+        "peak_memory_max_bytes": max(p for p, _ in known) if known else None,
+        "peak_memory_max_rank": worst if known else None,
+        "peak_memory_sum_bytes": sum(p for p, _ in known) if known else None,
+        "slowest_rank": max(range(len(ranks)), key=lambda i: means[i]),
+        "rank_step_time_mean_s": means,
+        "hosts": sorted({s.host for s in ranks}),
+    }
+    return MergedRanks(
+        warmup_s=warmup,
+        measured_s=measured,
+        loss_first=sum(s.loss_first for s in ranks) / len(ranks),
+        loss_last=sum(s.loss_last for s in ranks) / len(ranks),
+        memory=memory,
+        runtime=runtime,
+    )

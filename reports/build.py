@@ -1,0 +1,570 @@
+"""Pages: the report and the comparison, rendered from the cell frame and charts with jinja2.
+
+Autoescaping is on for every template, and nothing from a result is ever marked safe: host names,
+workload names, env values and reasons all reach the page as text. The only unescaped content is ours:
+the stylesheet, the small table script, plotly's bundle and chart JSON made script-safe in
+:mod:`reports.charts`. A Content-Security-Policy forbids every network fetch, so the page provably works
+offline (and a stray external reference fails loudly in the browser console instead of leaking).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+import hpubench
+from hpubench import stats
+from hpubench.compare import Comparison
+from hpubench.peaks import PRECISION_DTYPE
+from hpubench.pricing import Tables
+from reports import charts, fmt, observed
+from reports.frames import Headline, headlines, measured, scaling_frame
+from reports.sources import ResultSet, is_test_double
+
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
+)
+
+
+@cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(fmt.FILTERS)
+    return env
+
+
+@cache
+def _static(name: str) -> str:
+    return resources.files("reports").joinpath("static", name).read_text(encoding="utf-8")
+
+
+@cache
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _render(template: str, **context: Any) -> str:
+    return (
+        _env()
+        .get_template(template)
+        .render(
+            css=_static("report.css"),
+            js=_static("report.js"),
+            plotly_js=_plotly_js(),
+            csp=CSP,
+            generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            hpubench_version=hpubench.__version__,
+            **context,
+        )
+    )
+
+
+# ---- tables ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    id: str
+    label: str
+    help: str = ""
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
+class TableCell:
+    text: str
+    sort: str = ""  # raw value the table sorts by ("" sorts last); the text where empty and not numeric
+    title: str = ""
+    sub: str = ""  # muted second part, e.g. an interval
+    badge: str = ""
+    badge_cls: str = ""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    id: str
+    cells: list[TableCell]
+    cls: str = ""
+
+
+@dataclass(frozen=True)
+class HtmlTable:
+    id: str
+    columns: list[Column]
+    rows: list[TableRow] = field(default_factory=list)
+
+
+def _raw(x: Any) -> str:
+    return "" if fmt.missing(x) else repr(float(x))
+
+
+def _number(x: Any, text: str | None = None, **kw: str) -> TableCell:
+    return TableCell(text=fmt.num(x) if text is None else text, sort=_raw(x), **kw)
+
+
+def _int(x: Any) -> str:
+    return fmt.MISSING if fmt.missing(x) else str(int(x))
+
+
+def _text(x: Any, **kw: str) -> TableCell:
+    s = "" if fmt.missing(x) else str(x)
+    return TableCell(text=s or fmt.MISSING, sort=s, **kw)
+
+
+def _peak_title(r: pd.Series) -> str:
+    if fmt.missing(r["peak_tflops"]):
+        dtype = PRECISION_DTYPE.get(str(r["precision"]), "?")
+        return f"no published {dtype} peak for this device in the peak table: no MFU rather than a guess"
+    est = " (ESTIMATE: unconfirmed figure)" if r["peak_estimate"] else ""
+    return (
+        f"against {fmt.num(r['peak_tflops'])} TFLOP/s {r['peak_dtype']} per device{est}; "
+        f"source: {r['peak_source']}, as of {r['peak_as_of'] or 'undated'}"
+    )
+
+
+def _price_title(r: pd.Series) -> str:
+    if fmt.missing(r["price_usd_per_device_hour"]):
+        return "no price table entry matches this device: set one with --price-here or --prices"
+    est = " (ESTIMATE)" if r["price_estimate"] else ""
+    return (
+        f"{r['price_name']}: ${r['price_usd_per_device_hour']} per {r['price_per']}-hour{est}; "
+        f"source: {r['price_source']}, as of {r['price_as_of'] or 'undated'}; from {r['price_origin']}"
+    )
+
+
+MEASURED_HELP = "warm-up excluded; device synchronised around every measured step"
+
+
+def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
+    """Every cell of every result set, with the tooltip that says how each figure was made."""
+    n = f"{workload_samples:,}" if workload_samples else ""
+    cols = [
+        Column("result_set", "Result set"),
+        Column("hardware", "Hardware", "device name the worker recorded"),
+        Column("workload", "Workload"),
+        Column("size", "Size"),
+        Column("precision", "Precision"),
+        Column("mode", "Mode", "execution mode in force (read back from the run)"),
+        Column("graphs", "Graphs", "HPU graphs / CUDA graphs"),
+        Column("devices", "Dev × nodes"),
+        Column("batch", "Batch", "per-device batch size that ran", numeric=True),
+        Column("status", "Status"),
+        Column(
+            "samples_per_s",
+            "Samples/s [95% CI]",
+            f"total samples ÷ total time of the measured steps; {MEASURED_HELP}; interval: percentile "
+            "bootstrap over step times",
+            numeric=True,
+        ),
+        Column("samples_per_s_per_device", "Per device", "samples/s ÷ (devices × nodes)", numeric=True),
+        Column("tokens_per_s", "Tokens/s", "for token workloads (GPT, BERT)", numeric=True),
+        Column("step_time_p50_s", "p50 step ms", "median measured step time", numeric=True),
+        Column("step_cv", "Step CV", "standard deviation ÷ mean of the measured step times", numeric=True),
+        Column(
+            "first_step_s",
+            "1st step s",
+            "first warm-up step: includes compile / graph capture; never part of the throughput",
+            numeric=True,
+        ),
+        Column(
+            "memory_peak_allocated_bytes",
+            "Peak MiB",
+            "peak memory; hover a value for its source",
+            numeric=True,
+        ),
+        Column(
+            "mfu",
+            "MFU",
+            "model FLOPs utilisation against the peak of the precision used; hover for the "
+            "peak and its source",
+            numeric=True,
+        ),
+        Column(
+            "price_usd_per_device_hour",
+            "$/device-h",
+            "price per device-hour; hover for its source and date",
+            numeric=True,
+        ),
+        Column(
+            "usd_per_million_samples",
+            "$/M samples [CI]",
+            "hourly cost ÷ samples per hour × 10⁶; interval from the throughput interval",
+            numeric=True,
+        ),
+        Column("usd_per_million_tokens", "$/M tokens", numeric=True),
+        Column("samples_per_usd", "Samples/$", numeric=True),
+    ]
+    if workload_samples:
+        cols += [
+            Column(
+                "workload_time_s",
+                f"Time for {n}",
+                f"time to process {n} samples at this throughput",
+                numeric=True,
+            ),
+            Column("workload_cost_usd", f"Cost for {n}", f"cost of processing {n} samples", numeric=True),
+        ]
+    if (df["repeats"] > 1).any():
+        cols.append(
+            Column(
+                "repeats", "Reps", "repetitions of the cell (--repeat); figures are over all", numeric=True
+            )
+        )
+    cols.append(Column("key", "Cell key"))
+    table = HtmlTable("cell-table", cols)
+    for _, r in df.iterrows():
+        ok = r["status"] == "ok" and not fmt.missing(r["samples_per_s"])
+        cv = r["step_time_std_s"] / r["step_time_mean_s"] if ok else None
+        status_title = r["reason"] or ""
+        mode_title = "" if fmt.missing(r["mode_in_force"]) else f"in force: {r['mode_in_force']}"
+        no = "" if ok else fmt.MISSING
+        cells = {
+            "result_set": _text(r["result_set"], title=str(r["result_path"])),
+            "hardware": _text(
+                r["hardware"], badge="TEST DOUBLE" if r["test_double"] else "", badge_cls="double"
+            ),
+            "workload": _text(r["workload"]),
+            "size": _text(r["size"]),
+            "precision": _text(r["precision"]),
+            "mode": _text(r["mode"], title=mode_title),
+            "graphs": _text("on" if r["graphs"] else "off"),
+            "devices": TableCell(f"{r['devices']}×{r['nodes']}", sort=repr(float(r["world_size"]))),
+            "batch": _number(r["batch_size_resolved"], text=_int(r["batch_size_resolved"])),
+            "status": TableCell(
+                str(r["status"]), sort=str(r["status"]), title=status_title, badge_cls=str(r["status"])
+            ),
+            "samples_per_s": _number(
+                r["samples_per_s"],
+                sub=fmt.ci(r["samples_per_s_lo"], r["samples_per_s_hi"]),
+                title=f"{fmt.num(r['measured_steps'])} measured steps; {MEASURED_HELP}",
+            ),
+            "samples_per_s_per_device": _number(r["samples_per_s_per_device"]),
+            "tokens_per_s": _number(r["tokens_per_s"]),
+            "step_time_p50_s": _number(
+                r["step_time_p50_s"] if ok else None, text=fmt.ms(r["step_time_p50_s"] if ok else None)
+            ),
+            "step_cv": _number(cv, text=fmt.pct(cv)),
+            "first_step_s": _number(r["first_step_s"]),
+            "memory_peak_allocated_bytes": _number(
+                r["memory_peak_allocated_bytes"],
+                text=fmt.mib(r["memory_peak_allocated_bytes"]),
+                title=f"source: {r['memory_source']}" if not fmt.missing(r["memory_source"]) else "",
+            ),
+            "mfu": _number(
+                r["mfu"],
+                text=fmt.pct(r["mfu"], 2) if not fmt.missing(r["mfu"]) else (no or "no peak"),
+                title=_peak_title(r) if ok else "",
+                badge="est." if r["peak_estimate"] is True else "",
+                badge_cls="est",
+            ),
+            "price_usd_per_device_hour": _number(
+                r["price_usd_per_device_hour"],
+                text=fmt.money(r["price_usd_per_device_hour"])
+                if not fmt.missing(r["price_usd_per_device_hour"])
+                else (no or "no price"),
+                title=_price_title(r) if ok else "",
+                badge="est." if r["price_estimate"] is True else "",
+                badge_cls="est",
+            ),
+            "usd_per_million_samples": _number(
+                r["usd_per_million_samples"],
+                text=fmt.money(r["usd_per_million_samples"]),
+                sub=fmt.ci(r["usd_per_million_samples_lo"], r["usd_per_million_samples_hi"]),
+            ),
+            "usd_per_million_tokens": _number(
+                r["usd_per_million_tokens"], text=fmt.money(r["usd_per_million_tokens"])
+            ),
+            "samples_per_usd": _number(r["samples_per_usd"]),
+            "workload_time_s": _number(r["workload_time_s"], text=fmt.duration(r["workload_time_s"])),
+            "workload_cost_usd": _number(r["workload_cost_usd"], text=fmt.money(r["workload_cost_usd"])),
+            "repeats": _number(r["repeats"], text=str(r["repeats"])),
+            "key": _text(r["key"]),
+        }
+        cls = " ".join(c for c, on in (("double", r["test_double"]), ("notok", not ok)) if on)
+        table.rows.append(TableRow(f"{r['result_set']}|{r['key']}", [cells[c.id] for c in cols], cls))
+    return table
+
+
+# ---- provenance and method -------------------------------------------------------------------------------
+
+_META_ORDER = (
+    "hostname",
+    "platform",
+    "machine",
+    "cpu_count",
+    "python_version",
+    "hpubench_version",
+    "git",
+    "command_line",
+    "cwd",
+    "started_at",
+    "spec_name",
+    "inventory",
+    "record_schema",
+    "meta_schema",
+)
+
+
+def _meta_value(key: str, value: Any) -> str:
+    if key == "command_line" and isinstance(value, list):
+        return shlex.join(str(v) for v in value)
+    if key == "git" and isinstance(value, dict):
+        dirty = {True: ", uncommitted changes", False: ", clean", None: ""}.get(value.get("dirty"), "")
+        return f"{value.get('commit')} ({value.get('branch')}{dirty})"
+    if key == "inventory" and isinstance(value, dict):
+        return "; ".join(
+            f"{acc}: {v.get('count')} × {v.get('device_name') or '-'}"
+            for acc, v in value.items()
+            if isinstance(v, dict)
+        )
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    label: str
+    path: str
+    hardware: str
+    test_double: bool
+    counts: dict[str, int]
+    meta: list[tuple[str, str]]
+    software: list[tuple[str, str]]
+    env_flags: list[tuple[str, str]]
+
+
+def _union(results: Sequence[Any], field_name: str) -> list[tuple[str, str]]:
+    """Every key of a runtime dict across the records, with all the values it took."""
+    seen: dict[str, set[str]] = {}
+    for r in results:
+        d = r.runtime.get(field_name)
+        if isinstance(d, dict):
+            for k, v in d.items():
+                seen.setdefault(str(k), set()).add(str(v))
+    return [(k, " | ".join(sorted(v))) for k, v in sorted(seen.items())]
+
+
+def provenance(rs: ResultSet) -> Provenance:
+    meta = rs.meta or {}
+    keys = [k for k in _META_ORDER if k in meta] + sorted(k for k in meta if k not in _META_ORDER)
+    counts: dict[str, int] = {}
+    for r in rs.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return Provenance(
+        label=rs.label,
+        path=rs.path,
+        hardware=rs.hardware,
+        test_double=rs.test_double,
+        counts=counts,
+        meta=[(k, _meta_value(k, meta[k])) for k in keys] or [("meta.json", "none found beside the records")],
+        software=_union(rs.results, "software"),
+        env_flags=_union(rs.results, "env_flags"),
+    )
+
+
+def _distinct(values: Any) -> str:
+    vals = sorted(
+        {
+            str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+            for v in values
+            if not fmt.missing(v)
+        }
+    )
+    return " / ".join(vals) if vals else fmt.MISSING
+
+
+@dataclass(frozen=True)
+class Method:
+    """The facts behind "how this was measured", read from the records rather than assumed."""
+
+    warmup_steps: str
+    measured_steps: str
+    timing: list[str]
+    memory_sources: list[str]
+    confidence: str
+    n_boot: int = stats.DEFAULT_N_BOOT
+    seed: int = stats.DEFAULT_SEED
+
+
+def method(sets: Sequence[ResultSet], df: pd.DataFrame) -> Method:
+    ok = measured(df)
+    timing = sorted({str(r.runtime["timing"]) for rs in sets for r in rs.results if r.runtime.get("timing")})
+    return Method(
+        warmup_steps=_distinct(ok["measured_warmup_steps"]),
+        measured_steps=_distinct(ok["measured_steps"]),
+        timing=timing,
+        memory_sources=sorted({str(s) for s in ok["memory_source"] if not fmt.missing(s)}),
+        confidence=_distinct(ok["confidence"] * 100) + ("%" if len(ok) else ""),
+    )
+
+
+def _table_rows(entries: Sequence[Any], used: set[str]) -> list[dict[str, Any]]:
+    """Table entries for the page, those a result was matched to first and marked as used."""
+    return sorted(({"entry": e, "used": e.name in used} for e in entries), key=lambda d: not d["used"])
+
+
+# ---- pages -----------------------------------------------------------------------------------------------
+
+
+def _headline_view(h: Headline) -> dict[str, Any]:
+    return {
+        "workload": h.workload,
+        "fastest": h.fastest.to_dict(),
+        "runner_up": None if h.runner_up is None else h.runner_up.to_dict(),
+        "cheapest": None if h.cheapest is None else h.cheapest.to_dict(),
+        "clear_winner": h.clear_winner,
+    }
+
+
+def report_html(
+    sets: Sequence[ResultSet],
+    df: pd.DataFrame,
+    tables: Tables,
+    workload_samples: int | None,
+    unpriced: Sequence[str],
+) -> str:
+    """The whole report page; ``df`` is :func:`reports.frames.cell_frame` of ``sets``."""
+    df = charts.add_series(df)
+    colors = charts.series_colors(df)
+    sf = scaling_frame(df)  # keeps df's columns, its series labels included
+    series_of = dict(zip(zip(df["result_set"], df["key"], strict=True), df["series"], strict=True))
+    runs = [(series_of[(rs.label, r.cell.key)], r) for rs in sets for r in rs.runs]
+    ok = measured(df)
+    used_prices = set(ok["price_name"].dropna())
+    used_peaks = set(ok["peak_name"].dropna())
+    return _render(
+        "report.html.j2",
+        title="hpubench report",
+        sets=[provenance(rs) for rs in sets],
+        headlines=[_headline_view(h) for h in headlines(df)],
+        table=cell_table(df, workload_samples),
+        throughput=charts.throughput_charts(df, colors),
+        scaling=charts.scaling_charts(sf, colors),
+        scaling_rows=sf.to_dict("records"),
+        memory=charts.memory_charts(df, colors),
+        timeline=charts.memory_timeline_charts(runs, colors),
+        profiles=observed.profile_views(sets),
+        energy=observed.energy_table(sets),
+        energy_absent=observed.absent_telemetry(sets),
+        loader=observed.loader_table(sets),
+        price_perf=charts.price_performance_charts(df, colors),
+        problems=[r for r in df.to_dict("records") if r["status"] != "ok"],
+        tracebacks={
+            (rs.label, r.key): r.traceback_tail for rs in sets for r in rs.results if r.traceback_tail
+        },
+        method=method(sets, df),
+        prices=_table_rows(tables.prices, used_prices),
+        peaks=_table_rows(tables.peaks, used_peaks),
+        unpriced=unpriced,
+        workload_samples=workload_samples,
+        any_double=any(rs.test_double for rs in sets),
+        any_estimate=bool(ok["price_estimate"].eq(True).any() or ok["peak_estimate"].eq(True).any()),
+        counts={s: int((df["status"] == s).sum()) for s in ("ok", "failed", "skipped")},
+    )
+
+
+def compare_table(c: Comparison) -> HtmlTable:
+    cols = [
+        Column("workload", "Workload"),
+        Column("match_key", "Cell (key without hardware)"),
+        Column("base", "Base samples/s [CI]", numeric=True),
+        Column("candidate", "Candidate samples/s [CI]", numeric=True),
+        Column(
+            "ratio",
+            "Throughput ratio [95% CI]",
+            "candidate ÷ base; two-level bootstrap over repetitions and step times",
+            numeric=True,
+        ),
+        Column("verdict", "Verdict", "faster / slower only where the interval excludes 1"),
+        Column("mem_base", "Base peak MiB", numeric=True),
+        Column("mem_candidate", "Cand. peak MiB", numeric=True),
+        Column(
+            "mem_ratio",
+            "Memory ratio",
+            "candidate peak ÷ base peak (> 1: candidate needs more)",
+            numeric=True,
+        ),
+        Column(
+            "perf_usd",
+            "Samples/$ ratio [CI]",
+            "candidate samples per dollar ÷ base; needs a price on both sides",
+            numeric=True,
+        ),
+    ]
+    table = HtmlTable("matched-table", cols)
+    for x in c.cells:
+        b, k = x.base_economics, x.candidate_economics
+        mb = x.base.record.memory.peak_allocated_bytes if x.base.record.memory else None
+        mc = x.candidate.record.memory.peak_allocated_bytes if x.candidate.record.memory else None
+        r, pu = x.throughput_ratio, x.perf_per_usd_ratio
+        mem_title = (
+            f"memory sources differ: base {x.base.record.memory.source}, candidate "  # type: ignore[union-attr]
+            f"{x.candidate.record.memory.source}; the ratio compares different quantities"  # type: ignore[union-attr]
+            if x.memory_sources_differ
+            else ""
+        )
+        cells = [
+            _text(x.workload),
+            _text(x.match_key),
+            _number(b.samples_per_s, sub=fmt.ci(*b.samples_per_s_ci)),
+            _number(k.samples_per_s, sub=fmt.ci(*k.samples_per_s_ci)),
+            _number(r.value, text=fmt.ratio(r.value), sub=fmt.ci(r.lo, r.hi)),
+            TableCell(x.verdict, sort=x.verdict, badge_cls=f"verdict-{x.verdict.split()[0]}"),
+            _number(mb, text=fmt.mib(mb)),
+            _number(mc, text=fmt.mib(mc)),
+            _number(
+                x.memory_ratio,
+                text=fmt.ratio(x.memory_ratio),
+                title=mem_title,
+                badge="sources differ" if mem_title else "",
+                badge_cls="est",
+            ),
+            _number(
+                None if pu is None else pu.value,
+                text=fmt.ratio(None if pu is None else pu.value),
+                sub="" if pu is None else fmt.ci(pu.lo, pu.hi),
+                title="" if pu is not None else "no price for at least one side",
+            ),
+        ]
+        table.rows.append(TableRow(x.match_key, cells, "double" if _double(x) else ""))
+    return table
+
+
+def _double(x: Any) -> bool:
+    return is_test_double(x.base.record) or is_test_double(x.candidate.record)
+
+
+def compare_html(c: Comparison, base: ResultSet, candidate: ResultSet, tables: Tables) -> str:
+    used = {e.price.name for x in c.cells for e in (x.base_economics, x.candidate_economics) if e.price}
+    return _render(
+        "compare.html.j2",
+        title=f"hpubench comparison: {c.candidate_label} vs {c.base_label}",
+        c=c,
+        base=provenance(base),
+        candidate=provenance(candidate),
+        table=compare_table(c),
+        ratio_chart=charts.ratio_chart(c),
+        geomean_chart=charts.geomean_chart(c),
+        prices=_table_rows(tables.prices, used),
+        any_double=base.test_double or candidate.test_double,
+        n_boot=stats.DEFAULT_N_BOOT,
+        seed=stats.DEFAULT_SEED,
+    )

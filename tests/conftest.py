@@ -1,0 +1,95 @@
+"""Session-wide result sets for the report and compare tests (tests/integration, tests/e2e)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, write_run
+
+from hpubench.record import STATUS_FAILED
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two real CPU runs standing in for two hardware kinds: default threads, and one thread (repeated
+    twice, with a memory timeline, so repetitions and timelines are exercised on real records too)."""
+    root = tmp_path_factory.mktemp("smoke")
+    a, b = root / "cpu-default", root / "cpu-1thread"
+    runs = (
+        (a, ("--memory-every", "1"), {}),
+        (b, ("--repeat", "2"), {"OMP_NUM_THREADS": "1"}),
+    )
+    for out, extra, env in runs:
+        proc = hpubench_cli("run", *SMOKE_ARGS, *extra, "-o", str(out), env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    return a, b
+
+
+@pytest.fixture(scope="session")
+def hw_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Gaudi, Gaudi2 (with a scaling series, a memory timeline and a failure), Gaudi3 from the test double,
+    an H100, and a run whose host, workload, env values and failure reason carry a script payload."""
+    root = tmp_path_factory.mktemp("hw")
+    gaudi = [
+        fake_result("bert", "hpu", "GAUDI", step_s=0.20, tokens_per_sample=128),
+        fake_result("resnet", "hpu", "GAUDI", step_s=0.10, seed=1),
+    ]
+    gaudi2 = [
+        fake_result("bert", "hpu", "GAUDI2", step_s=0.08, tokens_per_sample=128, timeline=True),
+        fake_result("resnet", "hpu", "GAUDI2", step_s=0.04, seed=1),
+        *(
+            fake_result(
+                "resnet",
+                "hpu",
+                "GAUDI2",
+                devices=d,
+                nodes=n,
+                step_s=0.04 * (1 + 0.02 * d * n),
+                seed=d + n,
+            )
+            for d, n in ((2, 1), (4, 1), (8, 1), (8, 2))
+        ),
+        fake_result("gpt", "hpu", "GAUDI2", status=STATUS_FAILED, reason="RuntimeError: synapse OOM"),
+    ]
+    gaudi3 = [
+        fake_result(
+            "bert",
+            "hpu",
+            "GAUDI3",
+            step_s=0.05,
+            tokens_per_sample=128,
+            software=DOUBLE,
+        )
+    ]
+    h100 = [
+        fake_result(
+            "bert",
+            "cuda",
+            "NVIDIA H100 80GB HBM3",
+            step_s=0.04,
+            tokens_per_sample=128,
+            memory_source="torch.cuda.memory_stats",
+        ),
+        fake_result(
+            "resnet",
+            "cuda",
+            "NVIDIA H100 80GB HBM3",
+            precision="32-true",
+            step_s=0.05,
+            env_flags={"allow_tf32_matmul": "True"},
+            memory_source="torch.cuda.memory_stats",
+            seed=1,
+        ),
+    ]
+    evil = [
+        fake_result(f"gpt{PAYLOAD}", "hpu", "GAUDI2", env_flags={"PT_HPU_LAZY_MODE": PAYLOAD}),
+        fake_result("mlp", "hpu", "GAUDI2", status=STATUS_FAILED, reason=f"ValueError: {PAYLOAD}"),
+    ]
+    return {
+        "gaudi": write_run(root / "gaudi", gaudi),
+        "gaudi2": write_run(root / "gaudi2", gaudi2),
+        "gaudi3": write_run(root / "gaudi3", gaudi3),
+        "h100": write_run(root / "h100", h100),
+        "evil": write_run(root / "evil", evil, hostname=f"host{PAYLOAD}"),
+    }

@@ -1,0 +1,194 @@
+"""Test double of ``pyhlml`` (package ``habana-pyhlml``), Habana's telemetry library, for machines
+without Gaudi or its driver. It follows ``shared/hpu-api.md`` name for name; its figures describe a
+modelled module, never a real one (``__hpubench_test_double__`` marks it).
+
+The model: power ripples 5% around a base figure (``HPUBENCH_FAKE_HLML_POWER_W``, default 420 W) with a
+one-second period, and the total-energy counter is that power's exact integral from an arbitrary
+boot-time offset, so counter-based and power-based energy agree within the ripple.
+
+Knobs (environment, read at call time):
+- ``HPUBENCH_FAKE_HLML_RELEASE`` (default ``1.24.2``): ``hlmlDeviceGetUtilizationRates`` returns a struct
+  with ``.aip`` and ``.memory`` from 1.24 on, a plain int before.
+- ``HPUBENCH_FAKE_HLML_POWER_W``: the base power in watts.
+- ``HPUBENCH_FAKE_HLML_FAIL``: comma-separated calls that raise ``HLMLError``: ``init`` (as when
+  libhlml.so is missing), ``power``, ``energy``, ``utilization``, ``temperature``.
+- ``HPUBENCH_FAKE_HPU_COUNT`` / ``HPUBENCH_FAKE_HPU_NAME``: shared with the habana_frameworks double.
+- ``HPUBENCH_FAKE_HPU_CALL_LOG``: every call appends ``hlml.<name><TAB><detail>`` to this file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import time
+from typing import Any
+
+from pyhlml.hlml_error import (
+    HLML_ERROR_INVALID_ARGUMENT,
+    HLML_ERROR_NOT_SUPPORTED,
+    HLML_ERROR_UNINITIALIZED,
+    HLMLError,
+)
+
+__hpubench_test_double__ = True
+
+RELEASE_ENV = "HPUBENCH_FAKE_HLML_RELEASE"
+POWER_ENV = "HPUBENCH_FAKE_HLML_POWER_W"
+FAIL_ENV = "HPUBENCH_FAKE_HLML_FAIL"
+COUNT_ENV = "HPUBENCH_FAKE_HPU_COUNT"
+NAME_ENV = "HPUBENCH_FAKE_HPU_NAME"
+CALL_LOG_ENV = "HPUBENCH_FAKE_HPU_CALL_LOG"
+
+RIPPLE = 0.05
+RIPPLE_PERIOD_S = 1.0
+BOOT_ENERGY_MJ = 987_654_321  # the counter runs since the driver loaded, not since hlmlInit
+GIB = 1024**3
+HBM_BYTES = {"GAUDI3": 128 * GIB, "GAUDI2": 96 * GIB, "GAUDI": 32 * GIB}
+TEMPERATURE_SENSORS = range(6)
+
+_state: dict[str, Any] = {"init": False, "t0": time.monotonic()}
+
+
+class c_hlml_utilization(ctypes.Structure):
+    _fields_ = (("aip", ctypes.c_uint), ("memory", ctypes.c_uint))
+
+
+class c_hlml_memory(ctypes.Structure):
+    _fields_ = (("free", ctypes.c_ulonglong), ("total", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong))
+
+
+class _Handle:
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"<hlml device {self.index} (test double)>"
+
+
+def _log(name: str, detail: str = "") -> None:
+    path = os.environ.get(CALL_LOG_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"hlml.{name}\t{detail}\n")
+
+
+def _release() -> tuple[int, ...]:
+    raw = os.environ.get(RELEASE_ENV, "1.24.2")
+    try:
+        return tuple(int(p) for p in raw.split(".")[:2])
+    except ValueError:
+        raise ValueError(f"{RELEASE_ENV}={raw!r} is not a release like 1.24.2") from None
+
+
+def _fails(call: str) -> bool:
+    return call in {c.strip() for c in os.environ.get(FAIL_ENV, "").split(",")}
+
+
+def _count() -> int:
+    return int(os.environ.get(COUNT_ENV, "8"))
+
+
+def _name() -> str:
+    return os.environ.get(NAME_ENV, "GAUDI2")
+
+
+def _base_w() -> float:
+    return float(os.environ.get(POWER_ENV, "420"))
+
+
+def _check(handle: Any, call: str) -> None:
+    _log(call, repr(handle))
+    if not _state["init"]:
+        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    if not isinstance(handle, _Handle):
+        raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
+    if _fails(call):
+        raise HLMLError(HLML_ERROR_NOT_SUPPORTED)
+
+
+def _elapsed() -> float:
+    return time.monotonic() - _state["t0"]
+
+
+def _power_w(t: float) -> float:
+    return _base_w() * (1 + RIPPLE * math.sin(2 * math.pi * t / RIPPLE_PERIOD_S))
+
+
+def _energy_j(t: float) -> float:
+    """The exact integral of ``_power_w`` from 0 to ``t``."""
+    w = 2 * math.pi / RIPPLE_PERIOD_S
+    return _base_w() * (t + RIPPLE * (1 - math.cos(w * t)) / w)
+
+
+# ---- library lifetime ----------------------------------------------------------------------------------
+def hlmlInit() -> None:
+    _log("hlmlInit")
+    if _fails("init"):
+        raise HLMLError(HLML_ERROR_UNINITIALIZED)  # what the real wrapper raises without libhlml.so
+    _state["init"] = True
+
+
+def hlmlShutdown() -> None:
+    _log("hlmlShutdown")
+    if not _state["init"]:
+        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    _state["init"] = False
+
+
+# ---- devices -------------------------------------------------------------------------------------------
+def hlmlDeviceGetCount() -> int:
+    _log("hlmlDeviceGetCount")
+    if not _state["init"]:
+        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    return _count()
+
+
+def hlmlDeviceGetHandleByIndex(index: int) -> _Handle:
+    _log("hlmlDeviceGetHandleByIndex", str(index))
+    if not _state["init"]:
+        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    if not 0 <= int(index) < _count():
+        raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
+    return _Handle(int(index))
+
+
+def hlmlDeviceGetName(device: _Handle) -> bytes:
+    _check(device, "name")
+    return _name().encode()
+
+
+def hlmlDeviceGetPowerUsage(device: _Handle) -> int:
+    """Milliwatts."""
+    _check(device, "power")
+    return round(_power_w(_elapsed()) * 1000)
+
+
+def hlmlDeviceGetTotalEnergyConsumption(device: _Handle) -> int:
+    """Millijoules since the driver loaded."""
+    _check(device, "energy")
+    return BOOT_ENERGY_MJ + int(_energy_j(_elapsed()) * 1000)
+
+
+def hlmlDeviceGetTemperature(device: _Handle, sensor: int) -> int:
+    _check(device, "temperature")
+    if int(sensor) not in TEMPERATURE_SENSORS:
+        raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
+    return int(40 + 15 * (1 - math.exp(-_elapsed() / 60.0)))
+
+
+def hlmlDeviceGetUtilizationRates(device: _Handle) -> c_hlml_utilization | int:
+    """A struct (``.aip``, ``.memory``) from release 1.24, a plain int (AIP %) before it."""
+    _check(device, "utilization")
+    aip = 85 + int(10 * math.sin(_elapsed()))
+    if _release() >= (1, 24):
+        return c_hlml_utilization(aip=aip, memory=40)
+    return aip
+
+
+def hlmlDeviceGetMemoryInfo(device: _Handle) -> c_hlml_memory:
+    _check(device, "memory")
+    name = _name().upper()
+    total = next((v for k, v in HBM_BYTES.items() if name.startswith(k)), HBM_BYTES["GAUDI2"])
+    used = 2 * GIB
+    return c_hlml_memory(free=total - used, total=total, used=used)

@@ -1,0 +1,124 @@
+"""A devices=2 cell trains on one real 2-process torch.distributed group, not on two independent runs.
+
+The cells go through the real launcher (torch's elastic agent, one process per device, the same worker
+code as single-device cells). ``HPUBENCH_DDP_CHECK=1`` makes every rank record evidence after its
+measured steps: a digest of all its parameters, the gradient of a probe parameter on its own batch
+without synchronisation, and the same gradient after DDP's all-reduce. Nothing below is hard-coded: the
+expectations are relations between what the ranks measured.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hpubench.cell import Cell, PlannedCell
+from hpubench.core.strategies import REPLICA_CHECK_ENV
+from hpubench.launch import Launcher
+from hpubench.store import ResultStore
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+MARK = "HPUBENCH_TEST_MARK"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PT_HPU", "HPUBENCH_FAKE", "HLS_"))}
+    env.pop("HABANA_VISIBLE_MODULES", None)
+    env.pop("OMP_NUM_THREADS", None)  # hpubench then chooses the threads per rank
+    env.update({REPLICA_CHECK_ENV: "1", MARK: uuid.uuid4().hex}, **extra)
+    return env
+
+
+def _marked(mark: str) -> list[psutil.Process]:
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.pid != os.getpid() and p.environ().get(MARK) == mark and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _run(tmp_path: Path, cell: Cell, env: dict[str, str]):
+    store = ResultStore(tmp_path / "run")
+    with Launcher(base_env=env) as launcher:
+        (result,) = launcher.run([PlannedCell(cell)], store, timeout_s=150)
+    assert store.load() == [result]
+    assert not _marked(env[MARK]), "a process of the cell outlived it"
+    return result, store
+
+
+def _assert_one_data_parallel_model(result, world_size: int) -> None:
+    dist = result.runtime["distributed"]
+    assert dist["world_size"] == world_size == result.runtime["world_size"]
+    assert result.runtime["strategy"] == "ddp"
+    checks = dist["replica_check"]
+    assert [c["rank"] for c in checks] == list(range(world_size))
+    assert len({c["probe"] for c in checks}) == 1
+    # one model: every rank holds bit-identical parameters after the measured steps
+    assert len({c["param_digest"] for c in checks}) == 1
+    # own data per rank: the unsynchronised gradients differ ...
+    local = [c["local_grad"] for c in checks]
+    assert local[0] != local[1]
+    # ... and the all-reduce made every rank's gradient their mean
+    synced = [c["synced_grad"] for c in checks]
+    assert all(s == pytest.approx(synced[0], rel=1e-6, abs=1e-9) for s in synced)
+    mean = [sum(vals) / world_size for vals in zip(*local, strict=True)]
+    assert synced[0] == pytest.approx(mean, rel=1e-5, abs=1e-8)
+    assert any(abs(v) > 0 for v in mean)
+
+
+@pytest.mark.slow
+def test_two_cpu_devices_form_one_gloo_group_with_global_throughput(tmp_path: Path) -> None:
+    cell = Cell("mlp", devices=2, warmup_steps=2, steps=6)
+    result, store = _run(tmp_path, cell, _env())
+    assert result.status == "ok", (result.reason, result.traceback_tail)
+    dist = result.runtime["distributed"]
+    assert dist["backend"] == "gloo" and dist["local_world_size"] == 2 and dist["nodes"] == 1
+    # 2 cores shared by 2 ranks: one thread each, recorded
+    cores = len(os.sched_getaffinity(0))
+    assert dist["threads_per_rank"] == max(1, cores // 2)
+    _assert_one_data_parallel_model(result, 2)
+
+    ranks = dist["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1] and len({r["pid"] for r in ranks}) == 2
+    assert [r["device_index"] for r in ranks] == [0, 1]
+    # global step time: the slower rank of each step; global samples: both ranks' batches
+    per_step_max = [
+        max(a, b) for a, b in zip(ranks[0]["step_times_s"], ranks[1]["step_times_s"], strict=True)
+    ]
+    assert list(result.step_times_s) == pytest.approx(per_step_max)
+    m = result.metrics
+    batch = result.runtime["batch_size"]
+    assert m.samples_per_step == 2 * batch
+    assert m.samples_per_s == pytest.approx(2 * batch * len(per_step_max) / sum(per_step_max), rel=1e-6)
+    assert result.memory.peak_allocated_bytes == max(r["peak_memory_bytes"] for r in ranks)
+    launch = dist["launch"]
+    assert "elastic_launch" in launch["launcher"] and launch["nproc_per_node"] == 2
+    log = store.log_path(cell.key).read_text()
+    assert "elastic agent" in log and "local rank 1" in log
+
+
+@pytest.mark.slow
+def test_two_hpu_devices_form_an_hccl_group_on_the_double(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.log"
+    env = _env(PYTHONPATH=str(FAKES), HPUBENCH_FAKE_HPU_CALL_LOG=str(calls))
+    cell = Cell("mlp", accelerator="hpu", devices=2, warmup_steps=2, steps=4)
+    result, _ = _run(tmp_path, cell, env)
+    assert result.status == "ok", (result.reason, result.traceback_tail)
+    assert result.runtime["distributed"]["backend"] == "hccl"
+    assert "(test double)" in result.runtime["software"]["habana_frameworks"]
+    _assert_one_data_parallel_model(result, 2)
+    # each rank chose its module before the bridge loaded; rank 0's flags are the record's
+    flags = result.runtime["env_flags"]
+    assert flags["HLS_MODULE_ID"] == "0" and flags["HABANA_VISIBLE_MODULES"] == "0,1"
+    created = [line for line in calls.read_text().splitlines() if line.startswith("hccl.create_backend")]
+    assert sorted(created) == [
+        "hccl.create_backend\trank=0 world_size=2 (gloo underneath)",
+        "hccl.create_backend\trank=1 world_size=2 (gloo underneath)",
+    ]

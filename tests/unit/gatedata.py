@@ -1,0 +1,102 @@
+"""Synthetic result records for the gate tests: autocorrelated step times, repetitions, drift."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hpubench.cell import Cell
+from hpubench.core.memory import MemoryStats
+from hpubench.record import CellResult, Metrics
+
+MIB = 1 << 20
+
+
+def make_metrics(steps: tuple[float, ...], samples_per_step: int) -> Metrics:
+    """Cheap metrics (the gate reads step times and samples per step; no bootstrap needed here)."""
+    mean = sum(steps) / len(steps)
+    sps = samples_per_step / mean
+    return Metrics(
+        measured_steps=len(steps),
+        warmup_steps=2,
+        samples_per_step=samples_per_step,
+        tokens_per_step=None,
+        samples_per_s=sps,
+        samples_per_s_ci=(sps, sps),
+        tokens_per_s=None,
+        tokens_per_s_ci=None,
+        confidence=0.95,
+        step_time_mean_s=mean,
+        step_time_std_s=0.0,
+        step_time_p50_s=mean,
+        step_time_p90_s=mean,
+        step_time_p99_s=mean,
+        first_step_s=0.1,
+        warmup_total_s=0.15,
+        loss_first=2.3,
+        loss_last=2.2,
+        flops_per_step=1000,
+        achieved_tflops=None,
+        peak_tflops=None,
+        peak_source=None,
+        mfu=None,
+    )
+
+
+def make_result(
+    cell: Cell,
+    times: np.ndarray,
+    *,
+    repeat: int = 0,
+    peak: int | None = 300 * MIB,
+    source: str = "process",
+    samples_per_step: int = 64,
+    device: str = "cpu0",
+) -> CellResult:
+    steps = tuple(float(t) for t in times)
+    memory = None if peak is None else MemoryStats(source, peak_allocated_bytes=peak)
+    return CellResult(
+        cell,
+        "ok",
+        metrics=make_metrics(steps, samples_per_step),
+        memory=memory,
+        runtime={"device_name": device},
+        step_times_s=steps,
+        repeat=repeat,
+    )
+
+
+def ar1_steps(rng: np.random.Generator, n: int = 60, mean: float = 0.01, cv: float = 0.05, rho: float = 0.5):
+    """Autocorrelated (AR(1)) log-normal-ish step times: what a busy machine produces."""
+    e = rng.normal(size=n)
+    x = np.empty(n)
+    x[0] = e[0]
+    for i in range(1, n):
+        x[i] = rho * x[i - 1] + math.sqrt(1 - rho**2) * e[i]
+    return mean * np.exp(cv * x - cv**2 / 2)
+
+
+def make_side(
+    rng: np.random.Generator,
+    cells: list[Cell],
+    *,
+    slowdown: float = 0.0,
+    repeats: int = 1,
+    run_sd: float = 0.0,
+    peak: int = 300 * MIB,
+    samples_per_step: int = 64,
+    device: str = "cpu0",
+    **kw,
+) -> list[CellResult]:
+    out = []
+    for r in range(repeats):
+        for cell in cells:
+            drift = math.exp(rng.normal(0, run_sd)) if run_sd else 1.0
+            times = ar1_steps(rng, **kw) * (1 + slowdown) * drift
+            out.append(
+                make_result(
+                    cell, times, repeat=r, peak=peak, samples_per_step=samples_per_step, device=device
+                )
+            )
+    return out

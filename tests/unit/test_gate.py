@@ -1,0 +1,345 @@
+"""The gate's decisions on synthetic step times: it must pass what did not change, fail what did."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from gatedata import MIB, ar1_steps, make_result, make_side
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from hpubench.cell import Cell
+from hpubench.core.memory import MemoryStats
+from hpubench.errors import UsageError
+from hpubench.gate import (
+    FAILED,
+    FIXED,
+    IMPROVEMENT,
+    MEMORY,
+    MISSING,
+    NEW,
+    NO_CHANGE,
+    NOISY,
+    NOT_TESTED,
+    REGRESSION,
+    SKIPPED,
+    STILL_FAILING,
+    GateSettings,
+    gate,
+)
+from hpubench.record import CellResult
+
+CELLS = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
+
+
+def _by_key(result):
+    return {v.key: v for v in result.cells}
+
+
+def test_a_a_passes_and_reports_no_change() -> None:
+    rng = np.random.default_rng(0)
+    res = gate(make_side(rng, CELLS, repeats=3, run_sd=0.01), make_side(rng, CELLS, repeats=3, run_sd=0.01))
+    assert res.passed and res.exit_code == 0
+    assert {v.outcome for v in res.cells} == {NO_CHANGE}
+    for v in res.cells:
+        assert v.throughput is not None and v.throughput.decision == NO_CHANGE
+        lo, hi = v.throughput.interval
+        assert lo <= v.throughput.change <= hi
+        assert v.baseline_runs == v.current_runs == 3
+
+
+@pytest.mark.parametrize("slowdown", [0.10, 0.20])
+def test_a_slowdown_is_a_regression_that_fails_the_gate(slowdown: float) -> None:
+    rng = np.random.default_rng(1)
+    base = make_side(rng, CELLS, repeats=3, run_sd=0.01)
+    cur = make_side(rng, CELLS[:1], repeats=3, run_sd=0.01, slowdown=slowdown) + make_side(
+        rng, CELLS[1:], repeats=3, run_sd=0.01
+    )
+    res = gate(base, cur)
+    assert not res.passed and res.exit_code == 1
+    v = _by_key(res)[CELLS[0].match_key]
+    assert v.outcome == REGRESSION and v.fails
+    assert v.throughput.change == pytest.approx(1 / (1 + slowdown) - 1, abs=0.03)
+    assert v.throughput.p_adjusted <= res.settings.alpha
+    assert "throughput" in v.reason
+    assert [c.key for c in res.failures] == [CELLS[0].match_key]
+
+
+def test_within_run_statistics_catch_a_slowdown_in_single_runs() -> None:
+    rng = np.random.default_rng(2)
+    res = gate(make_side(rng, CELLS, n=100), make_side(rng, CELLS, n=100, slowdown=0.10))
+    assert all(v.outcome == REGRESSION for v in res.cells)
+    assert any("ran once on each side" in n for n in res.notes)
+
+
+def test_an_improvement_is_reported_and_passes() -> None:
+    rng = np.random.default_rng(3)
+    res = gate(make_side(rng, CELLS, repeats=3), make_side(rng, CELLS, repeats=3, slowdown=-0.2))
+    assert res.passed
+    assert {v.outcome for v in res.cells} == {IMPROVEMENT}
+    assert all(v.throughput.change > 0.2 for v in res.cells)
+
+
+def test_a_small_real_change_below_the_threshold_passes() -> None:
+    rng = np.random.default_rng(4)
+    res = gate(
+        make_side(rng, CELLS, repeats=3, cv=0.01), make_side(rng, CELLS, repeats=3, cv=0.01, slowdown=0.02)
+    )
+    assert res.passed
+    assert all(v.outcome == NO_CHANGE for v in res.cells)
+
+
+def test_a_big_but_noisy_change_is_flagged_noisy_not_failed() -> None:
+    rng = np.random.default_rng(5)
+    # Two runs per side with a large run-to-run spread: 1 degree of freedom each, nothing is significant.
+    res = gate(
+        make_side(rng, CELLS[:1], repeats=2, run_sd=0.15),
+        make_side(rng, CELLS[:1], repeats=2, run_sd=0.15, slowdown=0.12),
+        GateSettings(throughput_threshold=0.01),
+    )
+    (v,) = res.cells
+    assert v.outcome in (NOISY, NO_CHANGE) and not v.fails
+
+
+def test_between_run_variance_prevents_false_alarms_that_within_run_statistics_raise() -> None:
+    """Runs that drift by ~8% between runs: single runs alarm; repetitions show the drift is noise."""
+    rng = np.random.default_rng(6)
+    false_single = false_repeated = 0
+    for _ in range(30):
+        base = make_side(rng, CELLS[:1], repeats=3, run_sd=0.08, n=80, cv=0.03)
+        cur = make_side(rng, CELLS[:1], repeats=3, run_sd=0.08, n=80, cv=0.03)
+        single = gate([r for r in base if r.repeat == 0], [r for r in cur if r.repeat == 0])
+        false_single += not single.passed
+        false_repeated += not gate(base, cur).passed
+    # Repeated: at most alpha (1%) of gates by design; one in 30 can still happen by chance.
+    assert false_repeated <= 1
+    assert false_single >= 5  # within-run errors cannot see between-run drift
+
+
+def test_a_single_current_run_borrows_the_baselines_run_to_run_spread() -> None:
+    rng = np.random.default_rng(7)
+    drifts = [0.9, 1.0, 1.1, 1.0]  # ~8% between runs, with steps that are quiet within each run
+    base = [make_result(CELLS[0], ar1_steps(rng, cv=0.005) * f, repeat=i) for i, f in enumerate(drifts)]
+    cur = [make_result(CELLS[0], ar1_steps(rng, cv=0.005) * 1.08)]
+    (v,) = gate(base, cur).cells
+    assert "4 vs 1 run(s), between-run spread" in v.throughput.detail
+    lo, hi = v.throughput.interval
+    assert hi - lo > 0.2  # the drift between runs is in the interval
+    assert v.outcome != REGRESSION  # 8% slower, but well within what one run can drift
+    # Without the baseline's repetitions the same run would be judged on its quiet steps alone.
+    (w,) = gate(
+        base[:1], [replace(cur[0], step_times_s=tuple(np.array(cur[0].step_times_s) * 0.9 / 1.0))]
+    ).cells
+    assert w.throughput.interval[1] - w.throughput.interval[0] < 0.05
+
+
+def test_memory_growth_beyond_threshold_and_floor_regresses() -> None:
+    rng = np.random.default_rng(8)
+    base = make_side(rng, CELLS, peak=300 * MIB)
+    cur = make_side(rng, CELLS[:1], peak=330 * MIB) + make_side(rng, CELLS[1:], peak=300 * MIB + MIB // 2)
+    res = gate(base, cur)
+    by = _by_key(res)
+    v = by[CELLS[0].match_key]
+    assert v.outcome == REGRESSION and v.memory.decision == REGRESSION
+    assert v.memory.change == pytest.approx(0.1)
+    assert "peak memory +10.0%" in v.reason
+    assert by[CELLS[1].match_key].memory.decision == NO_CHANGE
+
+
+def test_memory_growth_under_the_absolute_floor_passes() -> None:
+    rng = np.random.default_rng(9)
+    # 20% of 2 MiB is 0.4 MiB: past the relative threshold, under the 1 MiB floor.
+    res = gate(make_side(rng, CELLS[:1], peak=2 * MIB), make_side(rng, CELLS[:1], peak=int(2.4 * MIB)))
+    assert res.passed and res.cells[0].memory.decision == NO_CHANGE
+
+
+def test_memory_with_repeats_needs_separated_runs() -> None:
+    rng = np.random.default_rng(10)
+    base = [
+        replace(r, memory=MemoryStats("process", peak_allocated_bytes=p))
+        for r, p in zip(make_side(rng, CELLS[:1], repeats=3), [300 * MIB, 360 * MIB, 310 * MIB], strict=True)
+    ]
+    cur = [
+        replace(r, memory=MemoryStats("process", peak_allocated_bytes=p))
+        for r, p in zip(make_side(rng, CELLS[:1], repeats=3), [340 * MIB, 350 * MIB, 345 * MIB], strict=True)
+    ]
+    (v,) = gate(base, cur).cells
+    assert v.memory.decision == NOISY and not v.fails  # the medians differ by 11%, the runs overlap
+
+
+def test_memory_of_different_sources_is_not_compared() -> None:
+    rng = np.random.default_rng(11)
+    base = make_side(rng, CELLS[:1])
+    cur = [
+        replace(r, memory=MemoryStats("hpu.memory_stats", peak_allocated_bytes=10 * MIB))
+        for r in make_side(rng, CELLS[:1])
+    ]
+    (v,) = gate(base, cur).cells
+    assert v.memory.metric == MEMORY and v.memory.decision == NOT_TESTED
+    assert "not comparable" in v.memory.detail
+
+
+def test_failed_in_current_but_not_in_baseline_fails_the_gate() -> None:
+    rng = np.random.default_rng(12)
+    base = make_side(rng, CELLS, repeats=2)
+    cur = make_side(rng, CELLS, repeats=2)
+    cur[0] = CellResult(CELLS[0], "failed", reason="RuntimeError: boom", repeat=0)
+    res = gate(base, cur)
+    v = _by_key(res)[CELLS[0].match_key]
+    assert v.outcome == FAILED and v.fails
+    assert v.reason == "failed in 1 of 2 repetitions: RuntimeError: boom"
+    assert res.exit_code == 1
+
+
+def test_failed_on_both_sides_is_reported_and_fixed_cells_pass() -> None:
+    rng = np.random.default_rng(13)
+    broken = CellResult(CELLS[0], "failed", reason="OOM")
+    base = [broken, *make_side(rng, CELLS[1:2]), CellResult(CELLS[2], "failed", reason="old bug")]
+    cur = [broken, *make_side(rng, CELLS[1:])]
+    res = gate(base, cur)
+    by = _by_key(res)
+    assert by[CELLS[0].match_key].outcome == STILL_FAILING
+    assert by[CELLS[2].match_key].outcome == FIXED
+    assert res.passed
+
+
+@pytest.mark.parametrize(("policy", "fails"), [("fail", True), ("ignore", False)])
+def test_missing_cells_are_reported_and_fail_by_policy(policy: str, fails: bool) -> None:
+    rng = np.random.default_rng(14)
+    base = make_side(rng, CELLS)
+    skipped = CellResult(CELLS[1], "skipped", reason="no cuda device on this machine")
+    cur = [*make_side(rng, CELLS[:1]), skipped, *make_side(rng, [Cell("bert")])]
+    res = gate(base, cur, GateSettings(missing=policy))
+    by = _by_key(res)
+    assert by[CELLS[1].match_key].outcome == MISSING
+    assert "skipped in current: no cuda device" in by[CELLS[1].match_key].reason
+    assert by[CELLS[2].match_key].outcome == MISSING
+    assert by[CELLS[2].match_key].reason == "not in the current results"
+    assert by[Cell("bert").match_key].outcome == NEW and not by[Cell("bert").match_key].fails
+    assert res.passed is not fails
+
+
+def test_skipped_on_both_sides_is_neither_pass_nor_fail() -> None:
+    rng = np.random.default_rng(15)
+    sk = CellResult(CELLS[1], "skipped", reason="lazy mode exists only on HPU")
+    res = gate([*make_side(rng, CELLS[:1]), sk], [*make_side(rng, CELLS[:1]), sk])
+    assert _by_key(res)[CELLS[1].match_key].outcome == SKIPPED
+    assert res.passed
+
+
+def test_cells_match_across_hardware_like_compare() -> None:
+    rng = np.random.default_rng(16)
+    base = make_side(rng, [Cell("mlp", accelerator="cpu")])
+    cur = make_side(rng, [Cell("mlp", accelerator="cuda")], device="NVIDIA H100")
+    res = gate(base, cur)
+    assert len(res.cells) == 1 and res.cells[0].outcome != MISSING
+    assert any("device changed" in n for n in res.notes)
+
+
+def test_bad_input_raises_usage_error() -> None:
+    rng = np.random.default_rng(17)
+    with pytest.raises(UsageError, match="nothing matched"):
+        gate(make_side(rng, CELLS[:1]), make_side(rng, CELLS[1:2]))
+    with pytest.raises(UsageError, match="no result records"):
+        gate([], make_side(rng, CELLS[:1]))
+    sk = CellResult(CELLS[0], "skipped", reason="x")
+    with pytest.raises(UsageError, match="nothing to gate"):
+        gate([sk], [sk])
+    with pytest.raises(UsageError, match="workload definition differs"):
+        gate(make_side(rng, CELLS[:1]), make_side(rng, CELLS[:1], samples_per_step=32))
+    with pytest.raises(UsageError, match="alpha"):
+        GateSettings(alpha=0)
+    with pytest.raises(UsageError, match="threshold"):
+        GateSettings(throughput_threshold=1.5)
+
+
+def test_correction_keeps_200_null_cells_from_failing_by_chance() -> None:
+    """200 unchanged cells, each with a sub-threshold true difference of 0: without a correction some
+    would be significant at alpha; with Holm the family-wise false alarms stay at about alpha."""
+    rng = np.random.default_rng(18)
+    cells = [Cell("mlp", batch_size=i + 1) for i in range(200)]
+    gates_failed_holm = gates_failed_none = significant_uncorrected = 0
+    trials = 10
+    for _ in range(trials):
+        base, cur = make_side(rng, cells, n=40, cv=0.1, rho=0.0), make_side(rng, cells, n=40, cv=0.1, rho=0.0)
+        # A 1% threshold so that the threshold does not hide what the correction does.
+        holm = gate(base, cur, GateSettings(throughput_threshold=0.01))
+        none = gate(base, cur, GateSettings(throughput_threshold=0.01, correction="none"))
+        gates_failed_holm += not holm.passed
+        gates_failed_none += not none.passed
+        significant_uncorrected += sum(
+            v.throughput.p_value <= 0.01 and v.throughput.change < 0 for v in none.cells
+        )
+    # Uncorrected: ~alpha * 200 = 2 false cells per gate, so nearly every gate fails.
+    assert significant_uncorrected >= trials
+    assert gates_failed_none >= trials // 2
+    # Holm: at most ~alpha of the gates (0.1 expected in 10 trials); allow one by chance.
+    assert gates_failed_holm <= 1
+
+
+def test_bh_finds_more_than_holm_when_many_cells_regress() -> None:
+    rng = np.random.default_rng(19)
+    cells = [Cell("mlp", batch_size=i + 1) for i in range(40)]
+    base = make_side(rng, cells, n=30, cv=0.15, rho=0.0)
+    cur = make_side(rng, cells, n=30, cv=0.15, rho=0.0, slowdown=0.08)
+    holm = sum(v.outcome == REGRESSION for v in gate(base, cur).cells)
+    bh = sum(v.outcome == REGRESSION for v in gate(base, cur, GateSettings(correction="bh")).cells)
+    assert bh >= holm
+
+
+def test_median_statistic_ignores_rare_stalls() -> None:
+    rng = np.random.default_rng(20)
+    base = make_side(rng, CELLS[:1], n=100, cv=0.01, repeats=3)
+    cur = []
+    for r in make_side(rng, CELLS[:1], n=100, cv=0.01, repeats=3):
+        t = np.array(r.step_times_s)
+        t[::10] *= 3  # a stall every 10th step: the mean moves 20%, the median does not
+        cur.append(replace(r, step_times_s=tuple(t)))
+    assert gate(base, cur).cells[0].outcome == REGRESSION
+    assert gate(base, cur, GateSettings(statistic="median")).cells[0].outcome == NO_CHANGE
+
+
+@settings(max_examples=40, deadline=None)
+@example(seed=4787, scale=1.0, repeats=1, n=77)  # a change right at the threshold: symmetry must hold
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.floats(1e-4, 10.0),
+    repeats=st.integers(1, 4),
+    n=st.integers(4, 80),
+)
+def test_invariants(seed: int, scale: float, repeats: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    base = make_side(rng, CELLS[:2], repeats=repeats, n=n, mean=0.01 * scale, run_sd=0.02)
+    cur = make_side(rng, CELLS[:2], repeats=repeats, n=n, mean=0.01 * scale, run_sd=0.02)
+    res = gate(base, cur)
+    # Identical inputs never regress; swapping sides mirrors the throughput change.
+    assert gate(base, base).passed
+    swapped = gate(cur, base)
+    for v, w in zip(res.cells, swapped.cells, strict=True):
+        assert v.throughput.change == pytest.approx(1 / (1 + w.throughput.change) - 1, rel=1e-9, abs=1e-12)
+        assert v.throughput.p_value == pytest.approx(w.throughput.p_value, rel=1e-6, abs=1e-12)
+        assert 0 <= v.throughput.p_value <= v.throughput.p_adjusted <= 1
+        assert (v.outcome == REGRESSION) == (w.outcome == IMPROVEMENT)
+        # Scaling time (a uniformly faster machine on both sides) does not change the decision.
+        assert v.fails == (v.outcome == REGRESSION)
+    # A change can only be flagged past the threshold (a gain past its mirror image, 1/0.95 - 1).
+    for v in res.cells:
+        if v.outcome == REGRESSION:
+            assert -v.throughput.change > res.settings.throughput_threshold
+        if v.outcome == IMPROVEMENT:
+            assert v.throughput.change > 1 / (1 - res.settings.throughput_threshold) - 1
+
+
+def test_scaling_all_times_does_not_change_decisions() -> None:
+    rng = np.random.default_rng(21)
+    base = make_side(rng, CELLS, repeats=3)
+    cur = make_side(rng, CELLS, repeats=3, slowdown=0.1)
+
+    def scaled(rs, f):
+        return [replace(r, step_times_s=tuple(t * f for t in r.step_times_s)) for r in rs]
+
+    a, b = gate(base, cur), gate(scaled(base, 1000), scaled(cur, 1000))
+    assert [v.outcome for v in a.cells] == [v.outcome for v in b.cells]
+    assert [v.throughput.p_value for v in a.cells] == pytest.approx([v.throughput.p_value for v in b.cells])
