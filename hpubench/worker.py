@@ -95,14 +95,15 @@ def _run(
     acc = acc_cls(index)
     # The matrix already applied these rules; a cell handed straight to the worker must obey them too,
     # or a "lazy" CPU cell would run eager under the wrong label.
-    reason = acc_cls.skip_reason(cell, acc.device_name())
+    device_name = acc.device_name()
+    reason = acc_cls.skip_reason(cell, device_name)
     if reason:
         raise CellSkipped(reason)
     strategy.setup(acc)
     device = acc.torch_device()
     runtime.update(
         accelerator=acc.name,
-        device_name=acc.device_name(),
+        device_name=device_name,
         device_index=index,
         strategy=strategy.name,
         world_size=strategy.world_size,
