@@ -123,10 +123,19 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
             str,
             typer.Option(
                 "--statistic",
-                help="Step-time location: mean (what training delivers), median, or min (steadiest on a "
-                "busy machine; sees only slowdowns of every step).",
+                help="What each run is summarised by: min (its fastest step: steadiest on a shared machine; "
+                "sees slowdowns of every step, not added stalls), mean (what training delivers; for quiet "
+                "dedicated runners) or median.",
             ),
-        ] = "mean",
+        ] = "min",
+        test: Annotated[
+            str,
+            typer.Option(
+                "--test",
+                help="auto: a permutation test on the fastest half of the runs where there are enough runs "
+                "to reach significance (else welch); permutation: always; welch: a t test on log values.",
+            ),
+        ] = "auto",
         markdown: Annotated[
             Path | None,
             typer.Option("--markdown", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."),
@@ -159,6 +168,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
             correction=correction,
             missing=missing,
             statistic=statistic,
+            test=test,
         )
         base_path = baselines.resolve(baseline, baseline_dir)
         cur_path = baselines.resolve(current, baseline_dir)

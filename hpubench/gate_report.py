@@ -85,9 +85,9 @@ def settings_line(result: GateResult) -> str:
     return (
         f"fails on a throughput drop > {s.throughput_threshold:.0%} that is significant at alpha {s.alpha:g} "
         f"({s.correction} over {sum(v.throughput is not None for v in result.cells)} tested cells, "
-        f"{s.statistic} step time), or peak memory growth > {s.memory_threshold:.0%} and > "
-        f"{s.memory_floor_bytes / 2**20:g} MiB; missing cells: {s.missing}; intervals "
-        f"{s.confidence:.0%}, unadjusted"
+        f"{s.statistic} step time per run, {s.test} test), or peak memory growth > "
+        f"{s.memory_threshold:.0%} and > {s.memory_floor_bytes / 2**20:g} MiB; missing cells: {s.missing}; "
+        f"intervals {s.confidence:.0%}, unadjusted"
     )
 
 
@@ -220,6 +220,7 @@ def junit_xml(
         ("alpha", s.alpha),
         ("correction", s.correction),
         ("statistic", s.statistic),
+        ("test", s.test),
         ("missing", s.missing),
         ("verdict", "passed" if result.passed else "failed"),
     ):

@@ -108,6 +108,10 @@ def test_a_slower_current_fails_with_exit_1(real_run: Path, tmp_path: Path) -> N
     # And an improvement is reported, never failed.
     better = run_cli("gate", "-b", str(cur), "-c", str(base))
     assert better.returncode == 0 and "improvement" in better.stdout
+    # 2 runs against 2 cannot reach 1%: forced, the permutation test cannot fail, and the gate says so.
+    blind = run_cli("gate", "-b", str(base), "-c", str(cur), "--test", "permutation")
+    assert blind.returncode == 0, blind.stderr
+    assert "too few runs to ever reach significance" in blind.stdout + blind.stderr
 
 
 def test_a_cell_that_failed_in_current_fails_the_gate(real_run: Path, tmp_path: Path) -> None:
@@ -178,6 +182,8 @@ def test_export_pytest_benchmark(real_run: Path, tmp_path: Path) -> None:
         (["-b", "{run}", "-c", "{run}", "--max-regression", "speed=5%"], "unknown metric 'speed'"),
         (["-b", "{run}", "-c", "{run}", "--correction", "bonferroni"], "correction must be one of"),
         (["-b", "{run}", "-c", "{run}", "--alpha", "2"], "alpha must be strictly between"),
+        (["-b", "{run}", "-c", "{run}", "--test", "ks"], "test must be one of auto, permutation, welch"),
+        (["-b", "{run}", "-c", "{run}", "--statistic", "p90"], "statistic must be one of"),
         (["-b", "{run}", "-c", "{run}", "--memory-floor", "1 parsec"], "--memory-floor takes a size"),
         (["-b", "{run}", "-c", "{run}", "--current-accelerator", "hpu"], "keeps no records"),
     ],

@@ -100,3 +100,33 @@ def make_side(
                 )
             )
     return out
+
+
+def regime_steps(
+    rng: np.random.Generator,
+    n: int = 200,
+    mean: float = 0.01,
+    cv: float = 0.03,
+    slow: float = 1.3,
+    p_switch: float = 0.01,
+    p_slow_start: float = 0.4,
+) -> np.ndarray:
+    """Step times on a shared VM as measured on this project's: quiet steps, but the whole machine drops
+    to a slower speed (``slow`` x) for long stretches, often a whole run. A two-state Markov chain."""
+    slow_now = rng.random() < p_slow_start
+    out = np.empty(n)
+    for i in range(n):
+        if rng.random() < p_switch:
+            slow_now = not slow_now
+        out[i] = mean * (slow if slow_now else 1.0) * math.exp(cv * rng.normal())
+    return out
+
+
+def regime_side(
+    rng: np.random.Generator, cells: list[Cell], repeats: int, slowdown: float = 0.0
+) -> list[CellResult]:
+    return [
+        make_result(cell, regime_steps(rng) * (1 + slowdown), repeat=r)
+        for r in range(repeats)
+        for cell in cells
+    ]

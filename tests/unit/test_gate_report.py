@@ -18,13 +18,13 @@ CELLS = [Cell("mlp"), Cell("gpt"), Cell("bert"), Cell("resnet"), Cell("mlp", pre
 
 def make_result(missing: str = "fail"):
     rng = np.random.default_rng(0)
-    base = make_side(rng, CELLS, repeats=3, n=60, cv=0.02)
+    base = make_side(rng, CELLS, repeats=6, n=60, cv=0.02)
     cur = (
-        make_side(rng, CELLS[:1], repeats=3, n=60, cv=0.02, slowdown=0.2)  # regression
-        + make_side(rng, CELLS[1:2], repeats=3, n=60, cv=0.02, peak=400 * MIB)  # memory regression
-        + make_side(rng, CELLS[2:3], repeats=3, n=60, cv=0.02)  # no change
+        make_side(rng, CELLS[:1], repeats=6, n=60, cv=0.02, slowdown=0.2)  # regression
+        + make_side(rng, CELLS[1:2], repeats=6, n=60, cv=0.02, peak=400 * MIB)  # memory regression
+        + make_side(rng, CELLS[2:3], repeats=6, n=60, cv=0.02)  # no change
         + [CellResult(CELLS[3], "failed", reason="RuntimeError: a | pipe\nand a newline")]  # new failure
-        + make_side(rng, [Cell("gpt", precision="bf16-mixed")], repeats=3, n=60, cv=0.02)  # new cell
+        + make_side(rng, [Cell("gpt", precision="bf16-mixed")], repeats=6, n=60, cv=0.02)  # new cell
     )  # CELLS[4] is missing
     return gate(base, cur, GateSettings(missing=missing))
 
@@ -50,7 +50,7 @@ def test_markdown_summary() -> None:
     failed = next(ln for ln in lines if "resnet" in ln)
     assert "a \\| pipe and a newline" in failed  # escaped: the table keeps its columns
     assert all(ln.count(" | ") >= 8 for ln in lines)
-    assert "> **Note:**" not in md  # repeated runs on both sides: nothing to warn about
+    assert "> **Note:**" not in md  # enough repeated runs on both sides: nothing to warn about
     passed = markdown(gate(*([make_side(np.random.default_rng(1), CELLS[:1], repeats=3)] * 2)))
     assert passed.startswith("## :white_check_mark: hpubench gate passed")
 
@@ -77,8 +77,9 @@ def test_junit_xml_has_one_testcase_per_cell_and_failures_exactly_where_the_gate
     assert suite.get("skipped") == "1"
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["verdict"] == "failed" and props["baseline"] == "main" and props["alpha"] == "0.01"
+    assert props["statistic"] == "min" and props["test"] == "auto"
     assert all(c.get("classname").startswith("hpubench.gate.") for c in cases)
-    assert "Welch t" in cases[0].find("system-out").text
+    assert "permutation test" in cases[0].find("system-out").text
 
 
 def test_junit_with_missing_ignored_marks_it_skipped() -> None:
