@@ -11,6 +11,7 @@ from hpubench.record import CellResult
 
 if TYPE_CHECKING:  # the CLI imports this module on every start; numpy is not needed to print results
     from hpubench.compare import Comparison
+    from hpubench.scaling import Scaling
     from hpubench.stats import Estimate
 
 
@@ -22,12 +23,72 @@ def _mib(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.0f}"
 
 
+def _median(values: Sequence[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _status(status: str) -> str:
+    return {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[dim]skipped[/]"}[status]
+
+
+def _note(r: CellResult) -> str:
+    note = (
+        f"{r.metrics.measured_steps if r.metrics else '?'} steps, mode {r.runtime.get('mode_in_force', '?')}"
+    )
+    dist = r.runtime.get("distributed")
+    if isinstance(dist, dict) and dist.get("world_size"):
+        note += f", {dist['world_size']} ranks ({dist.get('backend') or '?'})"
+    return note
+
+
+def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tuple[str, ...]:
+    """One row for every repetition of a cell: the median run, the range over runs, failures counted."""
+    ok = [(r, sc) for r, sc in zip(records, scaling, strict=True) if r.status == "ok" and r.metrics]
+    failed = [r for r in records if r.status == "failed"]
+    counted = f"{len(records)} runs" + (f", {len(failed)} failed" if failed else "")
+    if not ok:
+        reason = next((r.reason for r in failed if r.reason), None) or (records[0].reason or "")
+        return (
+            records[0].key,
+            _status(records[-1].status),
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            "-",
+            f"{counted}: {reason}",
+        )
+    rates = [r.metrics.samples_per_s for r, _ in ok]  # type: ignore[union-attr]
+    rate = f"{_median(rates):,.1f} [{min(rates):,.1f}, {max(rates):,.1f}]"
+    peaks = [r.memory.peak_allocated_bytes for r, _ in ok if r.memory and r.memory.peak_allocated_bytes]
+    mfus = [r.metrics.mfu for r, _ in ok if r.metrics and r.metrics.mfu is not None]
+    effs = [sc for _, sc in ok if sc is not None]
+    first = ok[0][0]
+    return (
+        first.key,
+        _status("failed") if failed else _status("ok"),
+        rate,
+        _fmt(_median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(_median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(_median([r.metrics.first_step_s for r, _ in ok]), ".3f"),  # type: ignore[union-attr]
+        _mib(max(peaks) if peaks else None),
+        f"{_median(mfus):.1%}" if mfus else "-",
+        f"{_median([sc.efficiency for sc in effs]):.0%} of x{effs[0].world_size}" if effs else "-",
+        f"{counted}; {_note(first)}",
+    )
+
+
 def results_table(results: Sequence[CellResult], title: str = "") -> Table:
     table = Table(
         title=title,
-        caption="samples/s: mean over measured steps [95% bootstrap CI]; warm-up excluded; "
-        "device synchronised around each step; several devices: global (all ranks, slowest rank per step); "
-        "scaling: samples/s / (N x the 1-device cell's)",
+        caption="samples/s: mean over measured steps [95% bootstrap CI]; repeated cells (run --repeat): "
+        "median of the runs [lowest, highest run], the other columns medians of the runs, peak the highest; "
+        "warm-up excluded; device synchronised around each step; several devices: global (all ranks, "
+        "slowest rank per step); scaling: samples/s / (N x the 1-device cell's)",
     )
     for col, justify in (
         ("cell", "left"),
@@ -45,30 +106,31 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
     from hpubench.scaling import scaling_efficiencies
 
     scaling = scaling_efficiencies(list(results))
-    for r, sc in zip(results, scaling, strict=True):
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(results):
+        groups.setdefault(r.key, []).append(i)
+    for idx in groups.values():
+        if len(idx) > 1:
+            table.add_row(*_repeats_row([results[i] for i in idx], [scaling[i] for i in idx]))
+            continue
+        r, sc = results[idx[0]], scaling[idx[0]]
         m = r.metrics
-        status = {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[dim]skipped[/]"}[r.status]
         if m is None:
-            table.add_row(r.key, status, "-", "-", "-", "-", "-", "-", "-", r.reason or "")
+            table.add_row(r.key, _status(r.status), "-", "-", "-", "-", "-", "-", "-", r.reason or "")
             continue
         ci = f"{m.samples_per_s:,.1f} [{m.samples_per_s_ci[0]:,.1f}, {m.samples_per_s_ci[1]:,.1f}]"
         peak = r.memory.peak_allocated_bytes if r.memory else None
-        mfu = f"{m.mfu:.1%}" if m.mfu is not None else "-"
-        note = f"{m.measured_steps} steps, mode {r.runtime.get('mode_in_force', '?')}"
-        dist = r.runtime.get("distributed")
-        if isinstance(dist, dict) and dist.get("world_size"):
-            note += f", {dist['world_size']} ranks ({dist.get('backend') or '?'})"
         table.add_row(
             r.key,
-            status,
+            _status(r.status),
             ci,
             _fmt(m.step_time_p50_s * 1e3, ".2f"),
             _fmt(m.step_time_p90_s * 1e3, ".2f"),
             _fmt(m.first_step_s, ".3f"),
             _mib(peak),
-            mfu,
+            f"{m.mfu:.1%}" if m.mfu is not None else "-",
             "-" if sc is None else f"{sc.efficiency:.0%} of x{sc.world_size}",
-            note,
+            _note(r),
         )
     return table
 

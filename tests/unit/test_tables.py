@@ -1,0 +1,47 @@
+"""The terminal results table: one row per cell, repetitions folded into the median run and its range."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from gatedata import make_result
+from rich.console import Console
+
+from hpubench.cell import Cell
+from hpubench.record import CellResult
+from hpubench.tables import results_table
+
+
+def _render(results: list[CellResult]) -> str:
+    console = Console(width=400, record=True)
+    console.print(results_table(results))
+    return console.export_text()
+
+
+def _rows(text: str, key: str) -> list[str]:
+    return [line for line in text.splitlines() if key in line]
+
+
+def test_repetitions_fold_into_one_row_with_the_median_run_and_the_range() -> None:
+    cell, other = Cell("mlp"), Cell("gpt")
+    steps = [0.010, 0.020, 0.016, 0.0125]  # 64 samples per step: 6400, 3200, 4000, 5120 samples/s
+    records = [make_result(cell, np.full(20, t), repeat=i) for i, t in enumerate(steps)]
+    records.append(make_result(other, np.full(20, 0.01)))
+    text = _render(records)
+    (row,) = _rows(text, cell.key)
+    assert "4,560.0 [3,200.0, 6,400.0]" in row  # median of 4 runs, lowest and highest run
+    assert "4 runs;" in row and "20 steps" in row
+    (single,) = _rows(text, other.key)
+    assert "6,400.0 [6,400.0, 6,400.0]" in single and "runs" not in single  # one run: its own interval
+    assert "median of the runs" in text
+
+
+def test_failed_repetitions_are_counted_and_flag_the_row() -> None:
+    cell = Cell("mlp")
+    ok = [make_result(cell, np.full(20, 0.01), repeat=i) for i in range(2)]
+    bad = CellResult(cell, "failed", reason="RuntimeError: boom", repeat=2)
+    (row,) = _rows(_render([*ok, bad]), cell.key)
+    assert "failed" in row and "3 runs, 1 failed" in row
+    (all_bad,) = _rows(_render([bad, replace(bad, repeat=3)]), cell.key)
+    assert "2 runs, 2 failed: RuntimeError: boom" in all_bad
