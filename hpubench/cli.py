@@ -121,6 +121,11 @@ ProfileActiveOpt = Annotated[
     int, typer.Option("--active", help="Profiler schedule: steps traced and tabled.")
 ]
 TopOpt = Annotated[int, typer.Option("--top", help="Rows in the operator table.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds before a cell is killed.")]
+IsolationOpt = Annotated[
+    str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
+]
 
 
 def _run_options(
@@ -258,15 +263,9 @@ def run(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run directory (default results/<time>).")
     ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")
-    ] = False,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds before a cell is killed.")
-    ] = DEFAULT_TIMEOUT_S,
-    isolation: Annotated[
-        str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
-    ] = "fork",
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    isolation: IsolationOpt = "fork",
     workloads_from: FilesOpt = None,
     node_rank: NodeRankOpt = None,
     master_addr: MasterAddrOpt = None,
@@ -411,15 +410,9 @@ def profile_cmd(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Run directory (default results/profile-<time>).")
     ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")
-    ] = False,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds before a cell is killed.")
-    ] = DEFAULT_TIMEOUT_S,
-    isolation: Annotated[
-        str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
-    ] = "fork",
+    resume: ResumeOpt = False,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
+    isolation: IsolationOpt = "fork",
     workloads_from: FilesOpt = None,
     wait: ProfileWaitOpt = 1,
     warmup: ProfileWarmOpt = 1,

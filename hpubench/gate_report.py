@@ -96,7 +96,7 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
     for col, justify in (
         ("cell", "left"),
         ("outcome", "left"),
-        ("samples/s base -> cur", "right"),
+        (f"samples/s ({result.settings.statistic} step) base -> cur", "right"),
         ("throughput change [CI]", "right"),
         ("p adj", "right"),
         ("peak memory", "right"),
@@ -138,8 +138,8 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
         "",
         f"Baseline `{_md(baseline_label)}` vs current `{_md(current_label)}`: {_md(settings_line(result))}.",
         "",
-        "| | cell | outcome | samples/s base → cur | throughput change [CI] | p adj | peak memory | runs "
-        "| why |",
+        f"| | cell | outcome | samples/s ({result.settings.statistic} step) base → cur "
+        "| throughput change [CI] | p adj | peak memory | runs | why |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for v in ordered(result):
