@@ -70,6 +70,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 from hpubench.cell import Cell
 from hpubench.compare import CellRuns, _by_match_key, _check_same_workload, _check_schema
@@ -537,6 +538,37 @@ def _device(runs: CellRuns) -> str | None:
     return runs.record.runtime.get("device_name") if runs.measured else None
 
 
+def _span(groups: Sequence[CellRuns]) -> tuple[datetime, datetime] | None:
+    """First and last start time of the measured runs (unreadable or absent stamps left out)."""
+    times = []
+    for g in groups:
+        for r in g.measured:
+            if not r.started_at:
+                continue
+            try:
+                t = datetime.fromisoformat(r.started_at)
+            except ValueError:
+                continue
+            times.append(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+    return (min(times), max(times)) if times else None
+
+
+def _measured_apart(base: Sequence[CellRuns], cur: Sequence[CellRuns]) -> str | None:
+    """A note when one side was measured wholly before the other: then a change of the machine between
+    the two (another tenant, a host update) is indistinguishable from a change of the code."""
+    b, c = _span(base), _span(cur)
+    if b is None or c is None or not (b[1] < c[0] or c[1] < b[0]):
+        return None
+    first, second = ("baseline", "current") if b[1] < c[0] else ("current", "baseline")
+    gap = abs((c[0] - b[1]) if first == "baseline" else (b[0] - c[1]))
+    hours = gap.total_seconds() / 3600
+    when = f"{hours:.1f} h" if hours < 36 else f"{hours / 24:.0f} days"
+    return (
+        f"{first} was measured wholly before {second} ({when} apart), so anything that changed on the "
+        "machine in between counts as a change; interleave the two (README: Repetitions) to rule that out"
+    )
+
+
 def _notes(
     tests: dict[str, _ThroughputTest],
     b_map: dict[str, CellRuns],
@@ -569,6 +601,9 @@ def _notes(
             f"{weak} cell(s) were permutation-tested with too few runs to ever reach significance ({need} "
             f"per side needed): they cannot fail the gate on throughput; run with --repeat {need} or more"
         )
+    apart = _measured_apart([b_map[k] for k in tests], [c_map[k] for k in tests])
+    if apart:
+        notes.append(apart)
     pairs = {(_device(b_map[k]), _device(c_map[k])) for k in matched}
     changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
     if changed:

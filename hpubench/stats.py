@@ -533,7 +533,7 @@ def welch_log_ratio(baseline: LogLocation, current: LogLocation) -> LogRatioTest
 # then miss a real change. Comparing the fastest half of each side's runs, with a permutation test for the
 # significance, ignores such runs on either side and needs no assumption about how the rest vary.
 
-EXACT_PERMUTATIONS = 1_000_000  # relabellings counted exactly up to this many, else drawn at random
+EXACT_PERMUTATIONS = 200_000  # relabellings counted exactly up to this many (10 runs a side), else drawn
 RANDOM_PERMUTATIONS = 100_000
 
 

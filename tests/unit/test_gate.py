@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
@@ -397,3 +398,24 @@ def test_auto_permutes_only_where_it_can_reach_the_corrected_alpha() -> None:
     six = make_side(rng, CELLS, repeats=6), make_side(rng, CELLS, repeats=6)
     welch = gate(*six, GateSettings(test="welch"))
     assert all("Welch" in v.throughput.detail for v in welch.cells) and not welch.notes
+
+
+def test_a_note_says_when_one_side_was_measured_wholly_before_the_other() -> None:
+    rng = np.random.default_rng(32)
+
+    def stamped(records: list[CellResult], start: str) -> list[CellResult]:
+        t0 = datetime.fromisoformat(start)
+        return [replace(r, started_at=(t0 + timedelta(minutes=i)).isoformat()) for i, r in enumerate(records)]
+
+    base = stamped(make_side(rng, CELLS, repeats=3), "2026-11-20T10:00:00+00:00")
+    later = stamped(make_side(rng, CELLS, repeats=3), "2026-11-22T10:00:00+00:00")
+    (note,) = [n for n in gate(base, later).notes if "wholly before" in n]
+    assert note.startswith("baseline was measured wholly before current (2 days apart)")
+    swapped = [n for n in gate(later, base).notes if "wholly before" in n]
+    assert swapped and swapped[0].startswith("current was measured wholly before baseline")
+    # Interleaved (overlapping spans), unstamped or unreadable: no note.
+    mixed = stamped(make_side(rng, CELLS, repeats=3), "2026-11-20T10:01:30")  # naive: read as UTC
+    assert not any("wholly before" in n for n in gate(base, mixed).notes)
+    assert not any("wholly before" in n for n in gate(make_side(rng, CELLS), make_side(rng, CELLS)).notes)
+    bad = [replace(r, started_at="yesterday") for r in later]
+    assert not any("wholly before" in n for n in gate(base, bad).notes)
