@@ -1,6 +1,6 @@
 """How good is ``hpubench gate``? False alarms on unchanged code, detections of planted slowdowns.
 
-Run with ``python benchmarks/gate_quality.py [--rounds 20] [--repeats 3] [--workloads mlp,gpt]
+Run with ``python benchmarks/gate_quality.py [--rounds 20] [--repeats 8] [--workloads mlp,gpt]
 [--nice -15] [--out DIR]``; re-analyse a collection without running anything with ``--analyze DIR``;
 ``--simulate 200`` runs the same gates on synthetic runs whose run-to-run spread is set (1% to 10%), to
 show what noise level a given number of repetitions can see through. CPU only; it prints figures and
@@ -20,12 +20,15 @@ are interleaved repetition by repetition in a shuffled order, as ``hpubench run 
 its passes, so drift of the machine lands on every set alike. Rounds are independent: the 20 A/A gates
 share no runs, and neither do the 20 gates of each slowdown.
 
-Every gate is evaluated several ways from the same runs: with all repetitions, with the first three
-(the recommended minimum) and with repetition 0 alone (one run per side: within-run statistics only),
-each with the mean, median and minimum step time (``hpubench gate --statistic``). A detection is a gate
-that fails with a throughput regression on a planted cell; a false alarm is an A/A gate that fails for
-any reason. The 5% slowdown sits right at the default 5% threshold, so it is expected to be caught about
-half of the time at best; it is also gated with a 3% threshold.
+Every gate is evaluated several ways from the same runs: with all repetitions, with the first five (the
+least the permutation test can use for 2 cells at alpha 0.01), three, and repetition 0 alone (one run per
+side: within-run statistics only); by the default (``--statistic min --test auto``) and by the
+alternatives (``mean``, ``median``, ``--test welch``). A detection is a throughput regression on a
+planted cell, counted per gate (any cell) and per cell; a false alarm is an A/A gate that fails for any
+reason. The 5% slowdown sits right at the default 5% threshold, so it is expected to be caught about
+half of the time at best. The planted fraction is calibrated on the plain step, but on the tiny mlp
+cell (1 ms steps) the measured increase has come out larger here (about 7% and 12% for 5% and 10%), so
+the measured increase, printed first, is the figure to read the detections against.
 
 Noise. This is a 2-core machine possibly shared with other work: the load average is printed. Cells run
 with one intra-op thread (``--threads``): with two threads on two busy cores a step waits for whichever
@@ -58,7 +61,7 @@ from hpubench.store import ResultStore, load_results  # noqa: E402
 
 CONDITIONS = {"A": 0.0, "A2": 0.0, "B5": 0.05, "B10": 0.10}
 # (workload, batch size or None, measured steps): a few seconds per cell at most on 2 CPU cores.
-CELLS = [("mlp", None, 200), ("gpt", 8, 60)]
+CELLS = [("mlp", None, 1000), ("gpt", 8, 80)]
 WARMUP = 5
 
 
@@ -124,18 +127,29 @@ def _strip_options(records: list[CellResult]) -> list[CellResult]:
     return [replace(r, cell=replace(r.cell, options=())) for r in records]
 
 
+def _typical(records: list[CellResult], per_run: Any) -> float:
+    """The median over runs of one figure per run (``statistics.mean`` or ``min`` of its step times)."""
+    return statistics.median(per_run(r.step_times_s) for r in records)
+
+
 def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
     data = _load(out)
     if not data:
         raise SystemExit(f"no complete rounds under {out}")
     n = len(data)
     reps = max(r.repeat for sets in data.values() for r in sets["A"]) + 1
-    # Every gate is judged with all repetitions, with 3 (the recommended minimum) and with one run per side.
-    configs = [
-        (f"{k} run{'s' if k > 1 else ''} each, {stat}", k, GateSettings(statistic=stat))
-        for k in sorted({reps, min(3, reps), 1}, reverse=True)
-        for stat in ("mean", "median", "min")
-    ]
+    # Every gate is judged with all repetitions and with fewer (the least the permutation test can use
+    # for 2 cells, 3, and one run per side), by the default and by the alternatives `hpubench gate` offers.
+    configs: list[tuple[str, int, GateSettings]] = []
+    for k in sorted({reps, min(5, reps), min(3, reps), 1}, reverse=True):
+        variants = [("min", "auto"), ("mean", "auto")]
+        if k == reps:
+            variants += [("median", "auto"), ("min", "welch"), ("mean", "welch")]
+        for stat, test in variants:
+            label = f"{k} run{'s' if k > 1 else ''}, {stat}, {test}" + (
+                " (default)" if (stat, test) == ("min", "auto") else ""
+            )
+            configs.append((label, k, GateSettings(statistic=stat, test=test)))
     report: dict[str, Any] = {"rounds": n, "repeats": reps, "configs": {}}
     cells = sorted(
         {(r.cell.workload, r.cell.batch_size, r.cell.steps) for s in data.values() for r in s["A"]}
@@ -145,28 +159,33 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
     print(f"repetitions per set: {reps}\n")
     workloads = [w for w, _, _ in cells]
 
-    # What was planted: measured B/A slowdown of the mean step time, per cell (median over rounds).
+    # What was planted: measured B/A increase of the step time, per cell (median over rounds), of the mean
+    # step and of the fastest step (steadier here, and what the default gate compares).
     planted: dict[str, dict[str, float]] = {}
     for cond in ("B5", "B10"):
         for w in workloads:
-            ratios, fractions = [], []
+            by_mean, by_min, fractions = [], [], []
             for sets in data.values():
                 a = [r for r in sets["A"] if r.cell.workload == w and r.metrics]
                 b = [r for r in sets[cond] if r.cell.workload == w and r.metrics]
                 if a and b:
-                    ma = statistics.mean(statistics.mean(r.step_times_s) for r in a)
-                    mb = statistics.mean(statistics.mean(r.step_times_s) for r in b)
-                    ratios.append(mb / ma - 1)
+                    by_mean.append(_typical(b, statistics.mean) / _typical(a, statistics.mean) - 1)
+                    by_min.append(_typical(b, min) / _typical(a, min) - 1)
                 fractions += [
                     r.runtime["extra_work"]["planted_fraction"] for r in b if "extra_work" in r.runtime
                 ]
-            planted.setdefault(cond, {})[w] = statistics.median(ratios) if ratios else float("nan")
-            planted[cond][f"{w}_calibrated"] = statistics.median(fractions) if fractions else float("nan")
+            nan = float("nan")
+            planted.setdefault(cond, {})[w] = statistics.median(by_mean) if by_mean else nan
+            planted[cond][f"{w}_min"] = statistics.median(by_min) if by_min else nan
+            planted[cond][f"{w}_calibrated"] = statistics.median(fractions) if fractions else nan
     report["planted"] = planted
     for cond, d in planted.items():
         print(
-            f"planted {cond}: measured step-time increase (median over rounds) "
-            + ", ".join(f"{w} {d[w]:+.1%} (calibrated {d[w + '_calibrated']:.1%})" for w in workloads)
+            f"planted {cond}: measured step-time increase (median over rounds), fastest step / mean step: "
+            + ", ".join(
+                f"{w} {d[w + '_min']:+.1%} / {d[w]:+.1%} (calibrated {d[w + '_calibrated']:.1%})"
+                for w in workloads
+            )
         )
 
     # Between-run noise: coefficient of variation of per-repetition mean step time, in A sets.
@@ -180,7 +199,11 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
             print(f"between-repetition CV of mean step time, {w}: median {statistics.median(cvs):.1%}")
     print()
 
-    header = f"{'gate':<22}{'A/A false alarms':>18}{'5% caught':>12}{'10% caught':>12}{'5% @3% thr':>12}"
+    per_cell = " / ".join(workloads)
+    header = (
+        f"{'gate':<32}{'A/A false alarms':>18}{'5% caught':>12}{'10% caught':>12}"
+        f"{'5% caught, ' + per_cell:>22}{'10% caught, ' + per_cell:>23}"
+    )
     print(header)
     print("-" * len(header))
     for label, k, settings in configs:
@@ -188,25 +211,30 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
         def pick(rs: list[CellResult], k: int = k) -> list[CellResult]:
             return [r for r in rs if r.repeat < k]
 
-        fa = d5 = d10 = d5t3 = 0
+        fa = 0
+        gates = {"B5": 0, "B10": 0}
+        cells = {cond: dict.fromkeys(workloads, 0) for cond in gates}
         for sets in data.values():
-            a, a2 = pick(sets["A"]), pick(sets["A2"])
-            b5, b10 = _strip_options(pick(sets["B5"])), _strip_options(pick(sets["B10"]))
-            fa += not gate(a, a2, settings).passed
-            d5 += any(v.outcome == REGRESSION for v in gate(a, b5, settings).cells)
-            d10 += any(v.outcome == REGRESSION for v in gate(a, b10, settings).cells)
-            t3 = replace(settings, throughput_threshold=0.03)
-            d5t3 += any(v.outcome == REGRESSION for v in gate(a, b5, t3).cells)
-        report["configs"][label] = {
-            "false_alarms": fa,
-            "caught_5": d5,
-            "caught_10": d10,
-            "caught_5_at_3": d5t3,
-        }
-        print(f"{label:<22}{f'{fa}/{n}':>18}{f'{d5}/{n}':>12}{f'{d10}/{n}':>12}{f'{d5t3}/{n}':>12}")
+            a = pick(sets["A"])
+            fa += not gate(a, pick(sets["A2"]), settings).passed
+            for cond in gates:
+                caught = {
+                    v.cell.workload
+                    for v in gate(a, _strip_options(pick(sets[cond])), settings).cells
+                    if v.outcome == REGRESSION
+                }
+                gates[cond] += bool(caught)
+                for w in caught:
+                    cells[cond][w] += 1
+        report["configs"][label] = {"false_alarms": fa, "gates_caught": gates, "cells_caught": cells}
+        by_cell = {cond: " / ".join(f"{cells[cond][w]}" for w in workloads) for cond in gates}
+        g5, g10 = f"{gates['B5']}/{n}", f"{gates['B10']}/{n}"
+        c5, c10 = f"{by_cell['B5']} of {n}", f"{by_cell['B10']} of {n}"
+        print(f"{label:<32}{f'{fa}/{n}':>18}{g5:>12}{g10:>12}{c5:>22}{c10:>23}")
     print(
-        "\nA/A: gates failed with nothing changed. caught: gates failed by a throughput regression. "
-        "Defaults: threshold 5%, alpha 0.01, Holm."
+        "\nA/A: gates failed with nothing changed. caught: gates failed by a throughput regression (any "
+        "cell), then per cell. Threshold 5%, alpha 0.01, Holm. auto: permutation test where the runs can "
+        "reach significance, else Welch."
     )
     if as_json:
         as_json.write_text(json.dumps(report, indent=2, default=str) + "\n")
@@ -247,23 +275,30 @@ def _synthetic(
 
 
 def simulate(trials: int) -> None:
-    """The same gates on synthetic runs where only the run-to-run spread changes: what noise allows."""
+    """The same gates on synthetic runs where only the run-to-run spread changes: what noise allows.
+
+    The synthetic runs drift as a whole (log-normal, no slowed stretches within a run), the case the mean
+    step time is made for, so the mean is gated here; the test is the default (auto)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     cells = [Cell("mlp"), Cell("gpt")]
-    print(f"simulated: 2 cells, {trials} trials per row; detection of a 10% (and 5%) step-time slowdown")
+    settings = GateSettings(statistic="mean")
+    print(
+        f"simulated: 2 cells, {trials} trials per row; detection of a 10% (and 5%) step-time slowdown; "
+        "gate --statistic mean --test auto"
+    )
     print(f"{'run-to-run CV':>14}{'repeats':>9}{'A/A false':>11}{'5% caught':>11}{'10% caught':>12}")
     for cv in (0.01, 0.02, 0.05, 0.10):
-        for reps in (3, 5, 10):
+        for reps in (3, 5, 8):
             fa = d5 = d10 = 0
             for _ in range(trials):
                 base = _synthetic(rng, cells, reps, cv)
-                fa += not gate(base, _synthetic(rng, cells, reps, cv)).passed
+                fa += not gate(base, _synthetic(rng, cells, reps, cv), settings).passed
                 for slow in (0.05, 0.10):
                     hit = any(
                         v.outcome == REGRESSION
-                        for v in gate(base, _synthetic(rng, cells, reps, cv, slow)).cells
+                        for v in gate(base, _synthetic(rng, cells, reps, cv, slow), settings).cells
                     )
                     d5 += hit and slow == 0.05
                     d10 += hit and slow == 0.10
@@ -273,7 +308,7 @@ def simulate(trials: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=8)
     ap.add_argument("--workloads", default="mlp,gpt", help="which of the cells to run (mlp, gpt)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per cell (0: torch default)")
     ap.add_argument(

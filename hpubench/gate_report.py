@@ -71,7 +71,12 @@ def _p(v: MetricVerdict | None) -> str:
 def _throughput(v: MetricVerdict | None) -> str:
     if v is None or v.baseline is None or v.current is None:
         return "-"
-    return f"{v.baseline:,.4g} -> {v.current:,.4g}"
+    return f"{_rate(v.baseline)} -> {_rate(v.current)}"
+
+
+def _rate(x: float) -> str:
+    """Samples/s without an exponent: 31,240 rather than 3.124e+04; small rates keep 3 significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _mem(v: MetricVerdict | None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -114,12 +114,19 @@ def _value_axis(values: Sequence[float]) -> dict:
     return {"type": "log", **log_ticks(min(v), max(v))}
 
 
-def throughput_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
+def _by_workload(df: pd.DataFrame, needs: str | None = None) -> Iterator[tuple[int, str, pd.DataFrame]]:
+    """Measured rows of each workload (those with a value in ``needs``), labelled by what varies."""
     ok = measured(df)
+    if needs is not None:
+        ok = ok[ok[needs].notna()]
     varying = varying_columns(ok)
-    charts = []
     for i, (workload, g) in enumerate(ok.groupby("workload", sort=True)):
-        g = _with_config(g, varying)
+        yield i, str(workload), _with_config(g, varying)
+
+
+def throughput_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
+    charts = []
+    for i, workload, g in _by_workload(df):
         fig = go.Figure()
         for series, s in g.groupby("series", sort=False):
             fig.add_bar(
@@ -150,12 +157,8 @@ def throughput_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
 
 
 def memory_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
-    ok = measured(df)
-    ok = ok[ok["memory_peak_allocated_bytes"].notna()]
-    varying = varying_columns(ok)
     charts = []
-    for i, (workload, g) in enumerate(ok.groupby("workload", sort=True)):
-        g = _with_config(g, varying)
+    for i, workload, g in _by_workload(df, "memory_peak_allocated_bytes"):
         fig = go.Figure()
         for series, s in g.groupby("series", sort=False):
             fig.add_bar(
@@ -235,12 +238,9 @@ def scaling_charts(sf: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
 
 
 def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
-    ok = measured(df)
-    ok = ok[ok["usd_per_million_samples"].notna()]
-    varying = varying_columns(ok)
     charts = []
-    for i, (workload, g) in enumerate(ok.groupby("workload", sort=True)):
-        g = _with_config(g, varying).reset_index(drop=True)
+    for i, workload, g in _by_workload(df, "usd_per_million_samples"):
+        g = g.reset_index(drop=True)
         front = pareto_front(list(zip(g["usd_per_million_samples"], g["samples_per_s"], strict=True)))
         fig = go.Figure()
         for series, s in g.groupby("series", sort=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -97,3 +98,6 @@ def test_terminal_table_renders_every_cell() -> None:
     for v in res.cells:
         assert v.key in text
     assert "regression" in text and "holm" in text
+    assert "samples/s (min step)" in text
+    # ~6,400 samples/s (64 samples, ~10 ms steps): thousands separated, no exponent.
+    assert re.search(r"\b6,\d{3} -> 5,\d{3}\b", text) and "e+0" not in text
