@@ -528,9 +528,9 @@ def welch_log_ratio(baseline: LogLocation, current: LogLocation) -> LogRatioTest
 
 # ---- a permutation test between runs --------------------------------------------------------------------
 # Runs on a shared machine do not vary like a normal sample: most land close together and a few are slowed
-# as a whole (seconds-long stretches where the host gives the VM a slower core), never sped up. One such run
-# inflates a t test's variance, and a rank test counts it as slower than every run of the other side; both
-# then miss a real change. Comparing the fastest half of each side's runs, with a permutation test for the
+# as a whole (seconds-long stretches in which the host runs the VM slower), never sped up. One such run
+# inflates a t test's variance, and a rank test counts it as slower than every run of the other side; either
+# can then miss a real change. Comparing the fastest half of each side's runs, with a permutation test for the
 # significance, ignores such runs on either side and needs no assumption about how the rest vary.
 
 EXACT_PERMUTATIONS = 200_000  # relabellings counted exactly up to this many (10 runs a side), else drawn
