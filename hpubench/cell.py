@@ -104,3 +104,9 @@ class PlannedCell:
     @property
     def runnable(self) -> bool:
         return self.skip_reason is None
+
+
+def flops_key(workload: str, size: str, batch_size: int) -> str:
+    """What a training step's FLOP count depends on (``workloads.flops.count_flops``): the workload, its
+    size and the per-device batch; not the precision, mode, graphs or device. Cells sharing it share it."""
+    return f"{workload}|{size}|{batch_size}"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench import zygote as zy
-from hpubench.cell import Cell, PlannedCell
+from hpubench.cell import Cell, PlannedCell, flops_key
 from hpubench.cluster import ClusterEnv
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
@@ -271,6 +271,8 @@ class Launcher:
         self.cluster = cluster
         self._slots: dict[tuple[int, int], Any] = {}  # (plan position, repeat) -> hpubench.dist.launch.Slot
         self._tmp = Path(tempfile.mkdtemp(prefix="hpubench-launch-"))
+        # FLOP counts cells of this run made, by hpubench.cell.flops_key, handed to later cells.
+        self._flops: dict[str, int] = {}
         self._zygotes: dict[EnvSignature, _Zygote] = {}
         self._broken: dict[EnvSignature, str] = {}  # signature -> why its zygote cannot start
         self._spawned: subprocess.Popen[bytes] | None = None
@@ -557,6 +559,7 @@ class Launcher:
                 "timeout_s": timeout_s,
                 "dispatched_at": sent,
                 "options": None if options is None else options.to_dict(),
+                "flops_hints": dict(self._flops),
             }
             try:
                 reply = z.request(request, timeout_s + zy.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
@@ -678,6 +681,13 @@ class Launcher:
         tail = _tail(log, 1)
         return tail.strip() if tail else "(empty)"
 
+    def _learn_flops(self, result: CellResult) -> None:
+        """Keep a single-process cell's own FLOP count for the cells after it (same code, same run)."""
+        rt = result.runtime
+        count, batch = rt.get("flops_per_device_step"), rt.get("batch_size")
+        if rt.get("flops_counted") == "here" and isinstance(count, int) and isinstance(batch, int):
+            self._flops[flops_key(result.cell.workload, result.cell.size, batch)] = count
+
     def _collect(
         self,
         cell: Cell,
@@ -702,6 +712,7 @@ class Launcher:
                     started_at=started_at,
                     wall_s=wall_s,
                 ), None
+            self._learn_flops(result)
             child_started = data.get("child_started_at")
             return result, (child_started - sent) if isinstance(child_started, (int, float)) else None
         if data is not None and "unreadable" in data:

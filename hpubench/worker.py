@@ -11,9 +11,10 @@ import datetime as _dt
 import os
 import time
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
-from hpubench.cell import Cell
+from hpubench.cell import Cell, flops_key
 from hpubench.errors import CellSkipped
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.runoptions import RunOptions
@@ -32,17 +33,24 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
-def run_cell(cell: Cell, dispatched_at: float | None = None, options: RunOptions | None = None) -> CellResult:
+def run_cell(
+    cell: Cell,
+    dispatched_at: float | None = None,
+    options: RunOptions | None = None,
+    flops_hints: Mapping[str, int] | None = None,
+) -> CellResult:
     """Run ``cell``; ``dispatched_at`` (time.time() when the launcher sent it) measures fixed cost.
 
     ``options`` say what to record beside the figures (profile, telemetry, memory timeline, loader
-    pass); they never change the cell or its plain figures.
+    pass); they never change the cell or its plain figures. ``flops_hints`` are FLOP counts earlier cells
+    of the same run made, by :func:`hpubench.cell.flops_key`: counting on meta is most of a small cell's
+    fixed cost, and the count depends only on the workload, its size and the batch.
     """
     started_at = _utc_now()
     t0 = time.perf_counter()
     runtime: dict[str, Any] = {}
     try:
-        return _run(cell, runtime, started_at, t0, dispatched_at, options or RunOptions())
+        return _run(cell, runtime, started_at, t0, dispatched_at, options or RunOptions(), flops_hints or {})
     except CellSkipped as exc:
         return CellResult(
             cell,
@@ -72,6 +80,7 @@ def _run(
     t0: float,
     dispatched_at: float | None,
     options: RunOptions,
+    flops_hints: Mapping[str, int],
 ) -> CellResult:
     import torch
 
@@ -150,9 +159,15 @@ def _run(
         dict(cell.options), workload, step, cell.warmup_steps, acc.synchronize, device, runtime
     )
 
-    t_flops = time.perf_counter()
-    flops_per_step = count_flops(workload, cell.size, batch_size)
-    runtime["flops_count_s"] = time.perf_counter() - t_flops
+    known = flops_hints.get(flops_key(cell.workload, cell.size, batch_size))
+    if known is None:
+        t_flops = time.perf_counter()
+        flops_per_step = count_flops(workload, cell.size, batch_size)
+        runtime["flops_count_s"] = time.perf_counter() - t_flops
+    else:
+        flops_per_step = int(known)
+    runtime["flops_counted"] = "here" if known is None else "by an earlier cell of this run"
+    runtime["flops_per_device_step"] = flops_per_step
 
     setup_s = time.perf_counter() - t0
     runtime["setup_s"] = setup_s

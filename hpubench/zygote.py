@@ -17,7 +17,8 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
 - zygote -> launcher, once at start: ``{"ready": true, "workloads": {name: [sizes]}, "pid": N,
   "import_s": T}`` or ``{"ready": false, "error": MESSAGE, "usage": BOOL}`` followed by exit.
 - launcher -> zygote: ``{"op": "run", "cell": {...}, "out": PATH, "log": PATH, "timeout_s": T,
-  "dispatched_at": EPOCH, "options": {...}}`` (``options``: ``RunOptions.to_dict()``, optional),
+  "dispatched_at": EPOCH, "options": {...}, "flops_hints": {KEY: FLOPS}}`` (``options``:
+  ``RunOptions.to_dict()``, optional; ``flops_hints``: FLOP counts earlier cells made, optional),
   ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
   ``{"op": "exit"}``. End of input means the launcher is gone: the running child is killed, the
   zygote exits.
@@ -292,6 +293,7 @@ def _run_to_file(
     out: str,
     dispatched_at: float | None,
     options_data: dict[str, Any] | None = None,
+    flops_hints: dict[str, int] | None = None,
 ) -> None:
     from hpubench.cell import Cell
     from hpubench.record import STATUS_FAILED, CellResult
@@ -303,7 +305,12 @@ def _run_to_file(
         from hpubench.runoptions import RunOptions
         from hpubench.worker import run_cell
 
-        result = run_cell(cell, dispatched_at=dispatched_at, options=RunOptions.from_dict(options_data))
+        result = run_cell(
+            cell,
+            dispatched_at=dispatched_at,
+            options=RunOptions.from_dict(options_data),
+            flops_hints=flops_hints,
+        )
     except Exception as exc:  # run_cell never raises for a cell's problem: this is a harness bug
         traceback.print_exc()
         tail = "".join(traceback.format_exception(exc)).splitlines()[-LOG_TAIL_LINES:]
@@ -337,7 +344,9 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _arm_faulthandler()
         if req["op"] == "run":
-            _run_to_file(req["cell"], req["out"], req.get("dispatched_at"), req.get("options"))
+            _run_to_file(
+                req["cell"], req["out"], req.get("dispatched_at"), req.get("options"), req.get("flops_hints")
+            )
         else:
             _detect_to_file(req["out"])
         code = 0

@@ -363,3 +363,21 @@ def test_resume_after_a_killed_run_runs_only_the_missing_cells(
     assert len(run_keys) == len(set(run_keys)) == 4  # every cell ran exactly once over both runs
     assert store.load() == results
     _assert_no_leftovers(marker, workload_file)
+
+
+def test_cells_sharing_a_workload_and_batch_count_flops_once(tmp_path: Path) -> None:
+    plan = [
+        _cell("gpt"),
+        _cell("gpt", precision="bf16-mixed"),  # same workload, size and batch: the count is handed on
+        _cell("gpt", batch_size=3),  # another batch: counted anew
+        _cell("gpt", batch_size=3),
+    ]
+    with Launcher() as launcher:
+        launcher.detect()
+        results = launcher.run(plan, ResultStore(tmp_path / "run"), timeout_s=120)
+    assert [r.status for r in results] == ["ok"] * 4, [(r.reason, r.traceback_tail) for r in results]
+    sources = [r.runtime["flops_counted"] for r in results]
+    assert sources == ["here", "by an earlier cell of this run", "here", "by an earlier cell of this run"]
+    assert results[0].metrics.flops_per_step == results[1].metrics.flops_per_step
+    assert results[2].metrics.flops_per_step == results[3].metrics.flops_per_step
+    assert results[2].metrics.flops_per_step < results[0].metrics.flops_per_step  # 3 samples vs the default

@@ -76,3 +76,25 @@ def test_a_workload_error_becomes_a_failed_record_with_traceback():
     assert r.status == "failed"
     assert r.reason and "\n" not in r.reason
     assert "Traceback" in r.traceback_tail
+
+
+def test_a_flop_count_handed_in_is_used_instead_of_counting_again():
+    from hpubench.cell import flops_key
+
+    counted = _ok(Cell("gpt", steps=2, warmup_steps=1))
+    assert counted.runtime["flops_counted"] == "here" and counted.runtime["flops_count_s"] > 0
+    batch = counted.runtime["batch_size"]
+    assert counted.runtime["flops_per_device_step"] == counted.metrics.flops_per_step
+    # A deliberately different figure proves the hint, not a recount, reached the record.
+    hinted = run_cell(
+        Cell("gpt", precision="bf16-mixed", steps=2, warmup_steps=1),
+        flops_hints={flops_key("gpt", "tiny", batch): 12345},
+    )
+    assert hinted.metrics.flops_per_step == 12345
+    assert hinted.runtime["flops_counted"] == "by an earlier cell of this run"
+    assert "flops_count_s" not in hinted.runtime
+    # A hint for another batch size is not this cell's: it counts.
+    elsewhere = {flops_key("gpt", "tiny", batch + 1): 1}
+    other = run_cell(Cell("gpt", steps=2, warmup_steps=1), flops_hints=elsewhere)
+    assert other.runtime["flops_counted"] == "here"
+    assert other.metrics.flops_per_step == counted.metrics.flops_per_step
