@@ -26,7 +26,16 @@ from typing import Any
 
 from hpubench.errors import UsageError
 from hpubench.record import CellResult
-from hpubench.store import CELLS_FILE, META_FILE, ResultStore, load_results, utc_now_iso, write_json_atomic
+from hpubench.store import (
+    CELLS_FILE,
+    META_FILE,
+    ResultStore,
+    load_results,
+    record_line,
+    utc_now_iso,
+    write_file_synced,
+    write_json_atomic,
+)
 
 try:
     import fcntl
@@ -119,17 +128,7 @@ def save(
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:
-            payload = "".join(
-                json.dumps(r.to_dict(), separators=(",", ":"), default=str) + "\n" for r in records
-            ).encode()
-            fd = os.open(tmp / CELLS_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_file_synced(tmp / CELLS_FILE, b"".join(record_line(r) for r in records))
             write_json_atomic(tmp / META_FILE, meta)
             old = directory / f".{name}.old-{os.getpid()}"
             if target.exists():

@@ -70,6 +70,7 @@ in baseline that current lacks, or that current skipped, is "missing": whether t
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -263,12 +264,6 @@ def _peaks(runs: CellRuns) -> tuple[list[int], set[str]]:
     return values, sources
 
 
-def _median(values: Sequence[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return float(s[n // 2]) if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
-
 def _pct(x: float) -> str:
     return f"{x:+.1%}"
 
@@ -369,7 +364,7 @@ def _memory_verdict(b: CellRuns, c: CellRuns, s: GateSettings) -> MetricVerdict:
         )
     if bsrc != csrc:
         return not_tested(f"memory sources differ ({', '.join(sorted(bsrc | csrc))}): not comparable")
-    base, cur = _median(bv), _median(cv)
+    base, cur = float(statistics.median(bv)), float(statistics.median(cv))
     if base <= 0:
         return not_tested("baseline peak memory is zero")
     change = cur / base - 1

@@ -59,6 +59,23 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_all(fd: int, payload: bytes) -> None:
+    """Every byte, then fsync; the loop only matters for a short write (disk full)."""
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.fsync(fd)
+
+
+def write_file_synced(path: str | os.PathLike[str], payload: bytes) -> None:
+    """Create or replace ``path`` with ``payload``, on disk before returning (not atomic by itself)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, payload)
+    finally:
+        os.close(fd)
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int | None = 2) -> None:
     """Write JSON so a reader sees the old file or the new one, never half of either (temp + replace)."""
     path = Path(path)
@@ -67,20 +84,12 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int | 
         text = json.dumps(data, separators=(",", ":"), default=str)
     else:
         text = json.dumps(data, indent=indent, sort_keys=True, default=str)
-    payload = (text + "\n").encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_file_synced(tmp, (text + "\n").encode())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 
 
-def _record_line(result: CellResult) -> bytes:
+def record_line(result: CellResult) -> bytes:
     # json.dumps escapes newlines inside strings, so one record is always exactly one line.
     return (json.dumps(result.to_dict(), separators=(",", ":"), default=str) + "\n").encode()
 
@@ -187,18 +196,15 @@ class ResultStore:
     def append(self, result: CellResult) -> None:
         """Add one record durably; cut off a torn tail first so the new line starts on a line boundary."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        line = _record_line(result)
+        line = record_line(result)
         fd = os.open(self.cells_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             self._repair_tail(fd)
-            view = memoryview(line)
-            # One write for the whole line; the loop only matters for a short write (disk full), and an
-            # error midway leaves a torn tail that the next append or load handles.
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            # One write for the whole line; an error midway leaves a torn tail that the next append or
+            # load handles.
+            _write_all(fd, line)
         finally:
             os.close(fd)  # also releases the lock
 

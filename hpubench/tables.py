@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import median
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -21,12 +22,6 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
 
 def _mib(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.0f}"
-
-
-def _median(values: Sequence[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def _status(status: str) -> str:
@@ -63,7 +58,7 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
             f"{counted}: {reason}",
         )
     rates = [r.metrics.samples_per_s for r, _ in ok]  # type: ignore[union-attr]
-    rate = f"{_median(rates):,.1f} [{min(rates):,.1f}, {max(rates):,.1f}]"
+    rate = f"{median(rates):,.1f} [{min(rates):,.1f}, {max(rates):,.1f}]"
     peaks = [r.memory.peak_allocated_bytes for r, _ in ok if r.memory and r.memory.peak_allocated_bytes]
     mfus = [r.metrics.mfu for r, _ in ok if r.metrics and r.metrics.mfu is not None]
     effs = [sc for _, sc in ok if sc is not None]
@@ -72,12 +67,12 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
         first.key,
         _status("failed") if failed else _status("ok"),
         rate,
-        _fmt(_median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
-        _fmt(_median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
-        _fmt(_median([r.metrics.first_step_s for r, _ in ok]), ".3f"),  # type: ignore[union-attr]
+        _fmt(median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(median([r.metrics.first_step_s for r, _ in ok]), ".3f"),  # type: ignore[union-attr]
         _mib(max(peaks) if peaks else None),
-        f"{_median(mfus):.1%}" if mfus else "-",
-        f"{_median([sc.efficiency for sc in effs]):.0%} of x{effs[0].world_size}" if effs else "-",
+        f"{median(mfus):.1%}" if mfus else "-",
+        f"{median([sc.efficiency for sc in effs]):.0%} of x{effs[0].world_size}" if effs else "-",
         f"{counted}; {_note(first)}",
     )
 
