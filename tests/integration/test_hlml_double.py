@@ -15,20 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hpudata import HPU_MEMORY_KEYS
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
-HPU_MEMORY_KEYS = {
-    "Limit",
-    "InUse",
-    "MaxInUse",
-    "NumAllocs",
-    "NumFrees",
-    "ActiveAllocs",
-    "MaxAllocSize",
-    "TotalSystemAllocs",
-    "TotalSystemFrees",
-    "TotalActiveAllocs",
-}
 BASE_W = 420.0  # the double's default base power
 
 DRIVER = textwrap.dedent(

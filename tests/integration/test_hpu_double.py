@@ -26,18 +26,6 @@ from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.errors import CellSkipped
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
-MEMORY_KEYS = {
-    "Limit",
-    "InUse",
-    "MaxInUse",
-    "NumAllocs",
-    "NumFrees",
-    "ActiveAllocs",
-    "MaxAllocSize",
-    "TotalSystemAllocs",
-    "TotalSystemFrees",
-    "TotalActiveAllocs",
-}
 GRAPH_APIS = ("wrap_in_hpu_graph", "ModuleCacher", "make_graphed_callables", "HPUGraph", "graph")
 DOUBLE_ENV = (
     "PT_HPU_LAZY_MODE",
@@ -160,12 +148,14 @@ def test_torch_device_is_host_memory_under_the_double(load: Load) -> None:
 @pytest.mark.parametrize(("name", "limit_gib"), [("GAUDI", 32), ("GAUDI2", 96), ("GAUDI3", 128)])
 def test_memory_stats_keys_and_mapping(load: Load, name: str, limit_gib: int) -> None:
     load(name=name)
+    # Imported here: this file also runs as a script in a subprocess, where tests/ is not on the path.
     from habana_frameworks.torch import hpu
+    from hpudata import HPU_MEMORY_KEYS
 
     acc = HPUAccelerator(0)
     acc.reset_peak_memory_stats()
     stats = acc.memory_stats()
-    assert set(stats.raw) == MEMORY_KEYS
+    assert set(stats.raw) == HPU_MEMORY_KEYS
     assert all(isinstance(v, int) for v in stats.raw.values())
     assert stats.source == "hpu.memory_stats"
     assert stats.limit_bytes == stats.raw["Limit"] == limit_gib * 1024**3
