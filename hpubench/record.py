@@ -78,6 +78,12 @@ class CellResult:
     telemetry: TelemetryResult | None = None  # power/energy over the measured steps; source None = absent
     loader: LoaderSplit | None = None  # --loader host: data wait vs compute per step
     profile: ProfileResult | None = None  # hpubench profile: operator table and trace file
+    # Can the figure be trusted (hpubench.quality): "ok", "noisy", "unstable", "interfered", "recompiled" or
+    # "partial", with one line per problem found; None where nothing was measured. Records written before
+    # the verdict existed read as None / (): unjudged, which no table or report shows as ok. Not checked
+    # against a fixed list here, so a record from a newer hpubench with a new verdict still reads.
+    quality: str | None = None
+    quality_reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -120,6 +126,7 @@ class CellResult:
             d["memory"] = MemoryStats.from_dict(d["memory"])
         d["step_times_s"] = tuple(d.get("step_times_s") or ())
         d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
+        d["quality_reasons"] = tuple(str(x) for x in d.get("quality_reasons") or ())
         d["memory_timeline"] = tuple(MemorySample.from_dict(x) for x in d.get("memory_timeline") or ())
         for name, kind in (
             ("telemetry", TelemetryResult),

@@ -16,6 +16,7 @@ from typing import Any
 
 from hpubench.cell import Cell, flops_key
 from hpubench.errors import CellSkipped
+from hpubench.quality import with_quality
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.runoptions import RunOptions
 
@@ -235,17 +236,20 @@ def _run(
         peak=peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32()),
     )
     strategy.teardown()
-    return CellResult(
-        cell,
-        STATUS_OK,
-        metrics=metrics,
-        memory=memory,
-        runtime=runtime,
-        step_times_s=times.measured_s,
-        warmup_times_s=times.warmup_s,
-        started_at=started_at,
-        wall_s=time.perf_counter() - t0,
-        **observation.record_fields(),
+    # The verdict on the figure (hpubench.quality) is judged here, where every fact it reads is known.
+    return with_quality(
+        CellResult(
+            cell,
+            STATUS_OK,
+            metrics=metrics,
+            memory=memory,
+            runtime=runtime,
+            step_times_s=times.measured_s,
+            warmup_times_s=times.warmup_s,
+            started_at=started_at,
+            wall_s=time.perf_counter() - t0,
+            **observation.record_fields(),
+        )
     )
 
 
