@@ -154,7 +154,7 @@ def _unstable(times: Sequence[float]) -> Finding | None:
     return Finding(
         UNSTABLE,
         f"second half {abs(t.shift):.0%} {direction} than first ({t.method.split(',')[0]} p={t.p_value:.2g}, "
-        f"{t.n_first} vs {t.n_second} steps; bound {UNSTABLE_MIN_SHIFT:.0%} at p < {UNSTABLE_ALPHA:g})",
+        f"{t.n_first} vs {t.n_second} steps, bound {UNSTABLE_MIN_SHIFT:.0%} at p < {UNSTABLE_ALPHA:g})",
     )
 
 
@@ -164,7 +164,7 @@ def _noisy(times: Sequence[float], rel_halfwidth: float | None, stop: Any) -> Fi
     hw = rel_halfwidth if rel_halfwidth is not None else stats.throughput(times, 1.0).rel_halfwidth
     if hw <= NOISY_HALFWIDTH:
         return None
-    why = f"; {stop}" if isinstance(stop, str) and stop else ""
+    why = f", {stop}" if isinstance(stop, str) and stop else ""
     return Finding(
         NOISY, f"interval half-width {hw:.1%} > {NOISY_HALFWIDTH:.0%} bound ({len(times)} steps{why})"
     )
@@ -243,7 +243,7 @@ def with_quality(result: CellResult) -> CellResult:
 
 
 def assess_repeats(results: Sequence[CellResult], rel_halfwidth: float | None = None) -> Quality | None:
-    """One verdict for every repetition of a cell, for a row that shows them together.
+    """One verdict for every repetition of a cell, for a row that shows them together; None if none judged.
 
     Problems of any repetition count (an interfered repetition is averaged into the figure), each reason
     prefixed with its repetition. Where the row's figure has its own interval over all repetitions
@@ -252,7 +252,9 @@ def assess_repeats(results: Sequence[CellResult], rel_halfwidth: float | None = 
     found: list[Finding] = []
     judged = False
     for r in results:
-        fs = record_findings(r)
+        # Unjudged records (written before verdicts) stay unjudged: their runs lack the facts that catch
+        # a collapsed cell, so judging their step times alone could call a collapse ok.
+        fs = None if r.quality is None else record_findings(r)
         if fs is None:
             continue
         judged = True

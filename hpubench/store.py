@@ -340,6 +340,8 @@ COLUMNS: tuple[str, ...] = (
     "world_size",
     "status",
     "reason",
+    "quality",
+    "quality_reasons",
     "started_at",
     "wall_s",
     *(c for c, _, _ in _METRIC_COLUMNS),
@@ -364,6 +366,9 @@ def _row(r: CellResult) -> dict[str, Any]:
     row["world_size"] = cell.world_size
     row["status"] = r.status
     row["reason"] = r.reason
+    # Flat like every other column: reasons joined with "; " (None where there are none).
+    row["quality"] = r.quality
+    row["quality_reasons"] = "; ".join(r.quality_reasons) or None
     row["started_at"] = r.started_at
     row["wall_s"] = r.wall_s
     m = r.metrics

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from statistics import median
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
+from hpubench.quality import OK, PARTIAL, assess_repeats
 from hpubench.record import CellResult
 
 if TYPE_CHECKING:  # the CLI imports this module on every start; numpy is not needed to print results
@@ -28,6 +30,26 @@ def _status(status: str) -> str:
     return {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[dim]skipped[/]"}[status]
 
 
+def _quality(verdict: str | None) -> str:
+    """The verdict word, coloured; "-" for records written before verdicts existed (never shown as ok)."""
+    if verdict is None:
+        return "[dim]-[/]"
+    return f"[{'green' if verdict == OK else 'red' if verdict == PARTIAL else 'yellow'}]{verdict}[/]"
+
+
+def quality_notes(results: Sequence[CellResult]) -> list[str]:
+    """One line per reason a figure is not ok, named by cell (repetitions together), for under a table."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in results:
+        groups.setdefault(r.key, []).append(r)
+    lines = []
+    for key, records in groups.items():
+        q = assess_repeats(records) if len(records) > 1 else None
+        reasons = q.reasons if q is not None else records[0].quality_reasons if len(records) == 1 else ()
+        lines += [f"{key}: {reason}" for reason in reasons]
+    return lines
+
+
 def _note(r: CellResult) -> str:
     note = (
         f"{r.metrics.measured_steps if r.metrics else '?'} steps, mode {r.runtime.get('mode_in_force', '?')}"
@@ -43,11 +65,14 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
     ok = [(r, sc) for r, sc in zip(records, scaling, strict=True) if r.status == "ok" and r.metrics]
     failed = [r for r in records if r.status == "failed"]
     counted = f"{len(records)} runs" + (f", {len(failed)} failed" if failed else "")
+    q = assess_repeats(records)
+    verdict = _quality(None if q is None else q.verdict)
     if not ok:
         reason = next((r.reason for r in failed if r.reason), None) or (records[0].reason or "")
         return (
             records[0].key,
             _status(records[-1].status),
+            verdict,
             "-",
             "-",
             "-",
@@ -66,6 +91,7 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
     return (
         first.key,
         _status("failed") if failed else _status("ok"),
+        verdict,
         rate,
         _fmt(median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
         _fmt(median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
@@ -78,16 +104,24 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
 
 
 def results_table(results: Sequence[CellResult], title: str = "") -> Table:
-    table = Table(
-        title=title,
-        caption="samples/s: mean over measured steps [95% bootstrap CI]; repeated cells (run --repeat): "
+    """Every cell with its figure and its quality verdict; the reasons for any verdict but ok follow the
+    caption, one line each, so the table's own columns stay narrow."""
+    caption = (
+        "samples/s: mean over measured steps [95% bootstrap CI]; repeated cells (run --repeat): "
         "median of the runs [lowest, highest run], the other columns medians of the runs, peak the highest; "
         "warm-up excluded; device synchronised around each step; several devices: global (all ranks, "
-        "slowest rank per step); scaling: samples/s / (N x the 1-device cell's)",
+        "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
+        "be trusted (ok, noisy, unstable, interfered, recompiled, partial; '-' = recorded before verdicts)"
     )
+    notes = quality_notes(results)
+    if notes:
+        caption += "\nwhy not ok:\n" + "\n".join(notes)
+    # Escaped: "[lowest, highest run]" and any bracket in a key or reason is text, not rich markup.
+    table = Table(title=title, caption=escape(caption), caption_justify="left")
     for col, justify in (
         ("cell", "left"),
         ("status", "left"),
+        ("quality", "left"),
         ("samples/s [CI]", "right"),
         ("p50 ms", "right"),
         ("p90 ms", "right"),
@@ -97,7 +131,14 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
         ("scaling", "right"),
         ("note", "left"),
     ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        # At 120 columns the key folds onto a second line rather than losing its tail (where the
+        # precision and mode are), and the verdict is never split.
+        table.add_column(
+            col,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold" if col == "cell" else "ellipsis",
+            no_wrap=col == "quality",
+        )
     from hpubench.scaling import scaling_efficiencies
 
     scaling = scaling_efficiencies(list(results))
@@ -111,13 +152,26 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
         r, sc = results[idx[0]], scaling[idx[0]]
         m = r.metrics
         if m is None:
-            table.add_row(r.key, _status(r.status), "-", "-", "-", "-", "-", "-", "-", r.reason or "")
+            table.add_row(
+                r.key,
+                _status(r.status),
+                _quality(r.quality),
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                r.reason or "",
+            )
             continue
         ci = f"{m.samples_per_s:,.1f} [{m.samples_per_s_ci[0]:,.1f}, {m.samples_per_s_ci[1]:,.1f}]"
         peak = r.memory.peak_allocated_bytes if r.memory else None
         table.add_row(
             r.key,
             _status(r.status),
+            _quality(r.quality),
             ci,
             _fmt(m.step_time_p50_s * 1e3, ".2f"),
             _fmt(m.step_time_p90_s * 1e3, ".2f"),

@@ -167,6 +167,13 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
         Column("batch", "Batch", "per-device batch size that ran", numeric=True),
         Column("status", "Status"),
         Column(
+            "quality",
+            "Quality",
+            "can the figure be trusted: ok, noisy (wide interval), unstable (halves differ), interfered "
+            "(other processes took the cores), recompiled (compiled while measured), partial (stopped "
+            "early); hover a value for the reasons; '–' = recorded before verdicts",
+        ),
+        Column(
             "samples_per_s",
             "Samples/s [95% CI]",
             f"total samples ÷ total time of the measured steps; {MEASURED_HELP}; interval: percentile "
@@ -249,6 +256,12 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             "batch": _number(r["batch_size_resolved"], text=_int(r["batch_size_resolved"])),
             "status": TableCell(
                 str(r["status"]), sort=str(r["status"]), title=status_title, badge_cls=str(r["status"])
+            ),
+            "quality": TableCell(
+                fmt.MISSING if fmt.missing(r["quality"]) else str(r["quality"]),
+                sort="" if fmt.missing(r["quality"]) else str(r["quality"]),
+                title="" if fmt.missing(r["quality_reasons"]) else str(r["quality_reasons"]),
+                badge_cls="" if fmt.missing(r["quality"]) else f"q-{r['quality']}",
             ),
             "samples_per_s": _number(
                 r["samples_per_s"],
@@ -424,13 +437,25 @@ def _table_rows(entries: Sequence[Any], used: set[str]) -> list[dict[str, Any]]:
 # ---- pages -----------------------------------------------------------------------------------------------
 
 
+def _row_view(row: pd.Series | None) -> dict[str, Any] | None:
+    """A headline row for the template, its verdict None / reasons "" where the record has none."""
+    if row is None:
+        return None
+    d = row.to_dict()
+    d["quality"] = None if fmt.missing(d["quality"]) else str(d["quality"])
+    d["quality_reasons"] = "" if fmt.missing(d["quality_reasons"]) else str(d["quality_reasons"])
+    return d
+
+
 def _headline_view(h: Headline) -> dict[str, Any]:
     return {
         "workload": h.workload,
-        "fastest": h.fastest.to_dict(),
-        "runner_up": None if h.runner_up is None else h.runner_up.to_dict(),
-        "cheapest": None if h.cheapest is None else h.cheapest.to_dict(),
-        "clear_winner": h.clear_winner,
+        "fastest": _row_view(h.fastest),
+        "runner_up": _row_view(h.runner_up),
+        "cheapest": _row_view(h.cheapest),
+        "cheapest_runner_up": _row_view(h.cheapest_runner_up),
+        "speed": h.speed,
+        "cost": h.cost,
     }
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 
 from hpubench.pricing import Tables
+from hpubench.quality import assess_repeats
+from hpubench.ranking import Contender, Decision, decide
 from hpubench.scaling import scaling_efficiencies
 from hpubench.store import to_dataframe
 from reports.sources import ResultSet, is_test_double
@@ -108,6 +110,12 @@ def cell_frame(
                     row["usd_per_million_samples_lo"], row["usd_per_million_samples_hi"] = (
                         econ.usd_per_million_samples_ci
                     )
+                if len(runs.records) > 1:
+                    # One row for all repetitions: every run's problems, noise judged on the row's interval.
+                    lo, hi = econ.samples_per_s_ci
+                    q = assess_repeats(runs.measured, (hi - lo) / 2 / econ.samples_per_s)
+                    row["quality"] = None if q is None else q.verdict
+                    row["quality_reasons"] = None if q is None else "; ".join(q.reasons) or None
                 if price is not None:
                     row.update(
                         price_name=price.name,
@@ -154,19 +162,36 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["status"] == "ok") & df["samples_per_s"].notna()]
 
 
+def _contender(row: pd.Series, col: str) -> Contender:
+    q = row["quality"]
+    return Contender(
+        float(row[col]), float(row[f"{col}_lo"]), float(row[f"{col}_hi"]), None if pd.isna(q) else str(q)
+    )
+
+
 @dataclass(frozen=True)
 class Headline:
-    """The best configuration of one workload, by throughput and by price/performance."""
+    """The best configuration of one workload, by throughput and by price/performance, and whether the
+    data may call it the best (:func:`hpubench.ranking.decide`: intervals apart and both verdicts ok)."""
 
     workload: str
     fastest: pd.Series
     runner_up: pd.Series | None
     cheapest: pd.Series | None  # lowest $ per million samples; None where nothing is priced
+    cheapest_runner_up: pd.Series | None = None
 
     @property
-    def clear_winner(self) -> bool:
-        """Fastest only counts as a win where its interval clears the runner-up's."""
-        return self.runner_up is None or self.fastest["samples_per_s_lo"] > self.runner_up["samples_per_s_hi"]
+    def speed(self) -> Decision:
+        runner = None if self.runner_up is None else _contender(self.runner_up, "samples_per_s")
+        return decide(_contender(self.fastest, "samples_per_s"), runner)
+
+    @property
+    def cost(self) -> Decision | None:
+        if self.cheapest is None:
+            return None
+        col = "usd_per_million_samples"
+        runner = None if self.cheapest_runner_up is None else _contender(self.cheapest_runner_up, col)
+        return decide(_contender(self.cheapest, col), runner, higher_is_better=False)
 
 
 def headlines(df: pd.DataFrame) -> list[Headline]:
@@ -181,6 +206,7 @@ def headlines(df: pd.DataFrame) -> list[Headline]:
                 fastest=by_speed.iloc[0],
                 runner_up=by_speed.iloc[1] if len(by_speed) > 1 else None,
                 cheapest=priced.iloc[0] if len(priced) else None,
+                cheapest_runner_up=priced.iloc[1] if len(priced) > 1 else None,
             )
         )
     return out

@@ -17,6 +17,7 @@ from hpubench.core.memory import MemoryStats
 from hpubench.devicestats import MemorySample
 from hpubench.metrics import build_metrics
 from hpubench.peaks import peak_for
+from hpubench.quality import with_quality
 from hpubench.record import STATUS_OK, CellResult
 from hpubench.store import ResultStore, run_metadata
 
@@ -70,8 +71,11 @@ def fake_result(
     timeline: bool = False,
     status: str = STATUS_OK,
     reason: str | None = None,
+    noise: float = 0.02,  # relative spread of the step times
+    facts: dict | None = None,  # runtime facts the quality verdict reads (interference, compiles, ...)
 ) -> CellResult:
-    """A record as a worker on that hardware would write it; figures derived by the real metrics code."""
+    """A record as a worker on that hardware would write it; figures derived by the real metrics code,
+    the quality verdict by the real quality code."""
     cell = Cell(
         workload=workload,
         accelerator=accelerator,
@@ -89,6 +93,7 @@ def fake_result(
         "batch_size": batch,
         "mode_in_force": "eager",
         "timing": "time.perf_counter around each step, device synchronised before and after",
+        **(facts or {}),
     }
     if status != STATUS_OK:
         return CellResult(
@@ -100,7 +105,7 @@ def fake_result(
         )
     world = devices * nodes
     rng = np.random.default_rng(seed)
-    steps = tuple(float(x) for x in rng.normal(step_s, step_s * 0.02, size=12))
+    steps = tuple(float(x) for x in rng.normal(step_s, step_s * noise, size=12))
     warmup = (step_s * 30, step_s)
     samples = batch * world
     metrics = build_metrics(
@@ -127,15 +132,17 @@ def fake_result(
             )
             for i in range(15)
         )
-    return CellResult(
-        cell,
-        STATUS_OK,
-        metrics=metrics,
-        memory=MemoryStats(memory_source, peak_allocated_bytes=peak_bytes, in_use_bytes=peak_bytes // 2),
-        runtime=runtime,
-        step_times_s=steps,
-        warmup_times_s=warmup,
-        memory_timeline=samples_tl,
+    return with_quality(
+        CellResult(
+            cell,
+            STATUS_OK,
+            metrics=metrics,
+            memory=MemoryStats(memory_source, peak_allocated_bytes=peak_bytes, in_use_bytes=peak_bytes // 2),
+            runtime=runtime,
+            step_times_s=steps,
+            warmup_times_s=warmup,
+            memory_timeline=samples_tl,
+        )
     )
 
 

@@ -65,7 +65,7 @@ def test_noisy_from_the_bootstrap_over_the_steps():
 def test_noisy_says_why_measurement_stopped():
     q = assess(TIGHT, {"steps_stop": "max-time: 30 s reached, half-width 7.3%"}, rel_halfwidth=0.073)
     assert q.reasons == (
-        "interval half-width 7.3% > 5% bound (40 steps; max-time: 30 s reached, half-width 7.3%)",
+        "interval half-width 7.3% > 5% bound (40 steps, max-time: 30 s reached, half-width 7.3%)",
     )
 
 
@@ -80,7 +80,7 @@ def test_planted_step_change_is_unstable_with_direction_and_p_value():
     assert q.verdict == UNSTABLE
     assert q.reasons[0].startswith("second half 1")  # 10-14%: 12% planted, medians of noisy halves
     assert "slower than first (Mann-Whitney p=" in q.reasons[0]
-    assert "20 vs 20 steps; bound 3% at p < 0.01" in q.reasons[0]
+    assert "20 vs 20 steps, bound 3% at p < 0.01" in q.reasons[0]
     faster = lognormal(40, 0.02, 1)
     faster[:20] *= 1.12  # still warming up in the first half
     assert "faster than first" in assess(faster).reasons[0]
@@ -304,19 +304,26 @@ def test_a_failed_record_with_steps_is_partial_even_without_the_partial_fact():
     assert r.quality_reasons[0] == f"stopped after 12 of {len(TIGHT)} steps: timed out after 900 s"
 
 
+def _judged(**kw) -> CellResult:
+    return with_quality(_record(**kw))
+
+
 def test_repeats_keep_every_runs_problem_and_judge_noise_on_the_combined_interval():
-    runs = [_record(repeat=0), _record(repeat=1, runtime={"interference": 0.6}), _record(repeat=2)]
+    runs = [_judged(repeat=0), _judged(repeat=1, runtime={"interference": 0.6}), _judged(repeat=2)]
     q = assess_repeats(runs)
     assert q == Quality(
         INTERFERED, ("run 1: other processes used 60% of the window's core time (> 10% bound)",)
     )
-    noisy = [_record(repeat=0), _record(steps=[0.001] * 19 + [0.017], repeat=1)]
+    noisy = [_judged(repeat=0), _judged(steps=[0.001] * 19 + [0.017], repeat=1)]
     assert assess_repeats(noisy).verdict == NOISY  # judged per run
     assert assess_repeats(noisy, rel_halfwidth=0.02).verdict == OK  # the row's interval over both runs
     assert assess_repeats(noisy, rel_halfwidth=0.08).reasons == (
         "interval half-width 8.0% > 5% bound (over all runs)",
     )
-    assert assess_repeats([_record(steps=(), status=STATUS_SKIPPED)]) is None
+    assert assess_repeats([_judged(steps=(), status=STATUS_SKIPPED)]) is None
+    # Records from before verdicts stay unjudged: no facts to catch a collapse with.
+    assert assess_repeats([_record(repeat=0), _record(repeat=1)]) is None
+    assert assess_repeats([_record(repeat=0, runtime={"interference": 0.6}), _judged(repeat=1)]).verdict == OK
 
 
 def test_quality_imports_no_torch():

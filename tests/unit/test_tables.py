@@ -45,3 +45,35 @@ def test_failed_repetitions_are_counted_and_flag_the_row() -> None:
     assert "failed" in row and "3 runs, 1 failed" in row
     (all_bad,) = _rows(_render([bad, replace(bad, repeat=3)]), cell.key)
     assert "2 runs, 2 failed: RuntimeError: boom" in all_bad
+
+
+def test_the_quality_column_and_the_reasons_under_the_table() -> None:
+    from hpubench.quality import with_quality
+
+    quiet, busy, old = Cell("mlp"), Cell("gpt"), Cell("resnet")
+    steps = np.random.default_rng(0).lognormal(-4, 0.01, 20)
+    records = [
+        with_quality(make_result(quiet, steps)),
+        with_quality(replace(make_result(busy, steps), runtime={"interference": 0.48})),
+        make_result(old, steps),  # written before verdicts: shown as "-", never as ok
+    ]
+    text = _render(records)
+    assert "quality" in text.splitlines()[1]
+
+    def cells(key: str) -> list[str]:  # cell, status, quality
+        (row,) = _rows(text, key + " ")
+        return [c.strip() for c in row.split("│")][1:4]
+
+    assert cells(quiet.key) == [quiet.key, "ok", "ok"]
+    assert cells(busy.key) == [busy.key, "ok", "interfered"]
+    assert cells(old.key) == [old.key, "ok", "-"]
+    assert f"{busy.key}: other processes used 48% of the window's core time (> 10% bound)" in text
+    assert f"{quiet.key}:" not in text
+    # At 120 columns every key is still there in full (folded, never cut) and the verdict is not split.
+    narrow = Console(width=120, record=True)
+    narrow.print(results_table(records))
+    lines = narrow.export_text().splitlines()
+    assert all(len(line.rstrip()) <= 120 for line in lines)
+    first_column = "".join(line.split("│")[1].strip() for line in lines if line.startswith("│"))
+    assert all(c.key in first_column for c in (quiet, busy, old))
+    assert any("│ interfered │" in line for line in lines)
