@@ -5,6 +5,7 @@ import math
 import pytest
 
 from hpubench.cell import Cell
+from hpubench.quality import OK, VERDICTS, assess_record
 from hpubench.worker import run_cell
 
 
@@ -38,6 +39,14 @@ def test_training_reduces_the_loss():
     assert r.metrics.loss_last < r.metrics.loss_first
 
 
+def test_every_measured_record_carries_the_quality_verdict_of_its_own_steps_and_facts():
+    r = _ok(Cell("mlp", steps=12, warmup_steps=2))
+    expected = assess_record(r)
+    assert expected is not None and expected.verdict in VERDICTS
+    assert (r.quality, r.quality_reasons) == (expected.verdict, expected.reasons)
+    assert (r.quality == OK) == (r.quality_reasons == ())
+
+
 def test_flops_mfu_and_memory_are_recorded():
     r = _ok(Cell("gpt", steps=3, warmup_steps=1))
     m = r.metrics
@@ -69,6 +78,7 @@ def test_cells_this_machine_cannot_run_are_skipped_with_a_reason(cell, fragment)
     r = run_cell(cell)
     assert r.status == "skipped"
     assert fragment in r.reason
+    assert (r.quality, r.quality_reasons) == (None, ())
 
 
 def test_a_workload_error_becomes_a_failed_record_with_traceback():
