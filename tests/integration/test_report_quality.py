@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from reportdata import fake_result, table_rows, write_run
 
+from hpubench.cell import Cell
 from hpubench.cli import main
 
 
@@ -60,11 +61,12 @@ def test_headline_names_a_winner_only_when_intervals_are_apart_and_both_ok(quali
     assert "Not comparable: noisy." in cards["mlp"]
 
     rows = table_rows(html)
-    verdicts = {
-        key.split("|", 1)[1].split("/", 1)[0] + "/" + key.split("/")[4]: row["quality"]
-        for key, row in rows.items()
-        if "quality" in row
+    cell_keys = {
+        f"run|{Cell(w, accelerator='hpu', precision=p, warmup_steps=2, steps=12).key}": f"{w}/{p}"
+        for w in ("gpt", "mlp", "bert")
+        for p in ("bf16-mixed", "32-true")
     }
+    verdicts = {name: rows[key]["quality"] for key, name in cell_keys.items()}
     assert verdicts["gpt/bf16-mixed"] == ("interfered", "interfered")
     assert verdicts["mlp/bf16-mixed"] == ("noisy", "noisy")
     assert verdicts["bert/32-true"] == ("ok", "ok")
