@@ -48,7 +48,8 @@ VERDICTS = PRECEDENCE
 NOISY_HALFWIDTH = 0.05
 """Largest relative half-width of the 95% throughput interval still called ok. Two configurations whose
 figures differ by less than about twice this cannot be told apart, and differences of 5-10% are the ones
-a user benchmarks for; a 20-step run of a ~1 ms cell with one 17 ms stall is at ~40% and must not pass.
+a user benchmarks for; 20 steps of 1 ms with one 17 ms stall (a 44% lower figure) give a half-width of
+64% and must not pass.
 ``--steps auto`` aims well inside it (2% by default)."""
 
 UNSTABLE_ALPHA = 0.01
