@@ -78,6 +78,10 @@ class CellResult:
     telemetry: TelemetryResult | None = None  # power/energy over the measured steps; source None = absent
     loader: LoaderSplit | None = None  # --loader host: data wait vs compute per step
     profile: ProfileResult | None = None  # hpubench profile: operator table and trace file
+    # How far the figure can be trusted (hpubench.quality): ok, noisy, unstable, interfered, recompiled,
+    # partial; None where nothing was measured or for records written before the verdict existed.
+    quality: str | None = None
+    quality_reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -120,6 +124,7 @@ class CellResult:
             d["memory"] = MemoryStats.from_dict(d["memory"])
         d["step_times_s"] = tuple(d.get("step_times_s") or ())
         d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
+        d["quality_reasons"] = tuple(d.get("quality_reasons") or ())
         d["memory_timeline"] = tuple(MemorySample.from_dict(x) for x in d.get("memory_timeline") or ())
         for name, kind in (
             ("telemetry", TelemetryResult),
