@@ -48,6 +48,7 @@ from hpubench.stats import (
     run_value,
     smallest_permutation_pvalue,
     student_t_ppf,
+    student_t_sf,
     welch_log_ratio,
 )
 
@@ -184,8 +185,15 @@ def _modelled(single: LogLocation, spread: RunSpread) -> LogLocation:
     )
 
 
-def _welch_change(base: LogLocation, cur: LogLocation, how: str, common: dict, confidence: float) -> Change:
+def _welch_change(
+    base: LogLocation, cur: LogLocation, how: str, common: dict, confidence: float, df: float | None = None
+) -> Change:
+    """Welch's t on two locations; ``df`` overrides Welch-Satterthwaite where both errors come from one
+    variance estimate (a borrowed or stored spread): counting it twice would make the tails too thin."""
     t: LogRatioTest = welch_log_ratio(base, cur)
+    if df is not None and t.se > 0:
+        z = t.log_ratio / t.se
+        t = LogRatioTest(t.log_ratio, t.se, df, student_t_sf(z, df), student_t_sf(-z, df))
     mde = minimum_detectable_drop(t.se, t.df, common["alpha"], common["power"])
     return Change(
         base_value=base.value,
@@ -272,7 +280,10 @@ def estimate_change(
         common["evidence"] = EVIDENCE_MODELLED
         b2 = _modelled(b, spread) if nb == 1 else b
         c2 = _modelled(c, spread) if nc == 1 else c
-        return _welch_change(b2, c2, f"{runs}; run-to-run spread {spread.source}", common, confidence)
+        # Both errors rest on the one spread unless the other side brought its own (2 runs + stored).
+        shared = repeated is not None or (nb == 1 and nc == 1)
+        how = f"{runs}; run-to-run spread {spread.source}"
+        return _welch_change(b2, c2, how, common, confidence, spread.df if shared else None)
     common["evidence"] = EVIDENCE_INSUFFICIENT
     out = _welch_change(b, c, f"{runs}; within-run batch means only", common, confidence)
     return out
