@@ -83,15 +83,18 @@ from hpubench.compare import (
     _by_match_key,
     _check_same_workload,
     _check_schema,
+    group_runs,
 )
 from hpubench.errors import UsageError
 from hpubench.estimator import (
     INSUFFICIENT_ADVICE,
+    MIN_SPREAD_RUNS,
     TESTS,
     Change,
     RunSpread,
     estimate_change,
     estimator_name,
+    run_to_run_spread,
 )
 from hpubench.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
 from hpubench.stats import CORRECTIONS, LOCATIONS, adjust_pvalues, smallest_permutation_pvalue
@@ -426,6 +429,37 @@ def _measured_outcome(thr: MetricVerdict, mem: MetricVerdict) -> tuple[str, bool
         return IMPROVEMENT, False, "; ".join(parts)
     change = f"throughput {_pct(thr.change)}" if thr.change is not None else "throughput not tested"
     return NO_CHANGE, False, f"{change}, within {thr.threshold:.0%} or not significant"
+
+
+def run_to_run_figures(records: Sequence[CellResult]) -> dict[str, dict[str, float]]:
+    """Per match key, each statistic's run-to-run spread (sd of the runs' log values) and the run count,
+    for cells with at least MIN_SPREAD_RUNS comparable runs: what ``baseline save`` stores, so that a
+    later gate of single runs can model how much runs drift instead of calling it insufficient."""
+    out: dict[str, dict[str, float]] = {}
+    for g in group_runs(records):
+        runs = _comparable(g)
+        if len(runs) < MIN_SPREAD_RUNS:
+            continue
+        units = runs[0].metrics.samples_per_step  # type: ignore[union-attr]
+        steps = [r.step_times_s for r in runs]
+        out[g.cell.match_key] = {
+            "runs": len(runs),
+            **{st: run_to_run_spread(steps, st, units) for st in LOCATIONS},
+        }
+    return out
+
+
+def stored_spreads(
+    figures: Mapping[str, Mapping[str, float]], statistic: str, source: str
+) -> dict[str, RunSpread]:
+    """The figures :func:`run_to_run_figures` made, as the gate's ``run_to_run`` for one statistic;
+    entries without that statistic or with fewer than MIN_SPREAD_RUNS runs are left out."""
+    out = {}
+    for key, f in figures.items():
+        sd, runs = f.get(statistic), int(f.get("runs", 0))
+        if isinstance(sd, (int, float)) and math.isfinite(sd) and sd >= 0 and runs >= MIN_SPREAD_RUNS:
+            out[key] = RunSpread(float(sd), runs, f"stored with the baseline ({runs} runs, {source})")
+    return out
 
 
 def _first_reason(records: Sequence[CellResult]) -> str:
