@@ -136,12 +136,12 @@ def what_it_said(result: GateResult) -> str:
 def print_check(false_alarms: dict[str, tuple[int, int]]) -> None:
     """The issue's bar: A/A false alarms at most 1 in 20 with any number of runs, 20 rounds at least."""
     for label, (fa, n) in false_alarms.items():
-        ok = n >= 20 and fa <= n / 20
-        why = "" if n >= 20 else f" (only {n} rounds: 20 needed for the check)"
-        print(
-            f"check, {label}: A/A false alarms {fa}/{n} = {fa / n:.1%} {'<=' if ok else '>'} 1 in 20: "
-            f"{'OK' if ok else 'NOT MET'}{why}"
-        )
+        rate = f"A/A false alarms {fa}/{n} = {fa / n:.1%}"
+        if n < 20:
+            print(f"check, {label}: {rate}; not checked: {n} rounds, 20 needed")
+        else:
+            met = fa <= n / 20
+            print(f"check, {label}: {rate} {'<=' if met else '>'} 1 in 20: {'OK' if met else 'NOT MET'}")
 
 
 def _strip_options(records: list[CellResult]) -> list[CellResult]:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.errors import UsageError
-from hpubench.gate import run_to_run_figures
 from hpubench.record import CellResult
+from hpubench.runspread import run_to_run_figures
 from hpubench.store import (
     CELLS_FILE,
     META_FILE,

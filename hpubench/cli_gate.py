@@ -169,6 +169,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         from hpubench import gate as gate_mod
         from hpubench.gate_report import junit_xml, terminal_table
         from hpubench.gate_report import markdown as render_markdown
+        from hpubench.runspread import stored_spreads
         from hpubench.store import load_results
 
         thresholds = parse_thresholds(max_regression)
@@ -189,7 +190,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
             load_results([str(base_path)]), baseline_accelerator, "--baseline-accelerator"
         )
         cur = _filter_accelerator(load_results([str(cur_path)]), current_accelerator, "--current-accelerator")
-        spreads = gate_mod.stored_spreads(baselines.read_run_to_run(base_path), statistic, str(baseline))
+        spreads = stored_spreads(baselines.read_run_to_run(base_path), statistic, str(baseline))
         result = gate_mod.gate(base, cur, settings, run_to_run=spreads)
         out_console.print(terminal_table(result, title=f"hpubench gate: {baseline} -> {current}"))
         for note in result.notes:

@@ -87,6 +87,7 @@ def make_side(
     peak: int = 300 * MIB,
     samples_per_step: int = 64,
     device: str = "cpu0",
+    source: str = "process",
     **kw,
 ) -> list[CellResult]:
     out = []
@@ -96,7 +97,13 @@ def make_side(
             times = ar1_steps(rng, **kw) * (1 + slowdown) * drift
             out.append(
                 make_result(
-                    cell, times, repeat=r, peak=peak, samples_per_step=samples_per_step, device=device
+                    cell,
+                    times,
+                    repeat=r,
+                    peak=peak,
+                    samples_per_step=samples_per_step,
+                    device=device,
+                    source=source,
                 )
             )
     return out
