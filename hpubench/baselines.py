@@ -26,6 +26,7 @@ from typing import Any
 
 from hpubench.errors import UsageError
 from hpubench.record import CellResult
+from hpubench.runspread import run_to_run_figures
 from hpubench.store import (
     CELLS_FILE,
     META_FILE,
@@ -45,6 +46,7 @@ except ImportError:  # pragma: no cover - not on Linux
 DEFAULT_DIR = Path(".hpubench") / "baselines"
 INDEX_FILE = "index.json"
 INDEX_VERSION = 1
+RUN_TO_RUN = "run_to_run"  # meta.json: per match key, the run-to-run spread per statistic and its runs
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -123,6 +125,15 @@ def save(
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
         saved_at = utc_now_iso()
         meta = _run_meta(source)
+        # Cells with repeats keep their run-to-run spread; cells without keep the one the baseline being
+        # replaced had, so a CI job that re-saves one run per build keeps what an earlier --repeat measured.
+        spreads = (
+            {**read_run_to_run(target), **run_to_run_figures(records)}
+            if force
+            else run_to_run_figures(records)
+        )
+        if spreads:
+            meta[RUN_TO_RUN] = spreads
         meta["baseline"] = {"name": name, "saved_at": saved_at, "source": str(source.resolve()), "note": note}
         tmp = directory / f".{name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -149,9 +160,21 @@ def save(
             "git_commit": git.get("commit"),
             "git_dirty": git.get("dirty"),
             **_summary(records),
+            "run_to_run_cells": len(spreads),
         }
         write_json_atomic(directory / INDEX_FILE, {"version": INDEX_VERSION, "baselines": index})
     return target
+
+
+def read_run_to_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+    """The run-to-run spreads stored with a baseline (a run directory or its cells.jsonl); empty where
+    none were stored or the path is not a baseline."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    data = ResultStore(p if p.is_dir() else p.parent).read_meta() or {}
+    figures = data.get(RUN_TO_RUN)
+    return {k: v for k, v in figures.items() if isinstance(v, dict)} if isinstance(figures, dict) else {}
 
 
 def resolve(ref: str | os.PathLike[str], directory: str | os.PathLike[str] = DEFAULT_DIR) -> Path:

@@ -633,6 +633,15 @@ def compare(
         str | None,
         typer.Option("--candidate-accelerator", help="Only the candidate's cells on this accelerator."),
     ] = None,
+    statistic: Annotated[
+        str,
+        typer.Option(
+            "--statistic",
+            help="What each run is summarised by in the ratio and its test (the estimator 'gate' uses): "
+            "mean (default: what training delivers and prices apply to), min (fastest step, the gate's "
+            "default, steadiest on a shared machine) or median.",
+        ),
+    ] = "mean",
 ) -> None:
     """Compare two result sets cell by cell (e.g. Gaudi vs Gaudi2): ratios with CIs, geometric means."""
     import reports
@@ -645,6 +654,7 @@ def compare(
         prices_file=prices,
         base_accelerator=base_accelerator,
         candidate_accelerator=candidate_accelerator,
+        statistic=statistic,
     )
     out_console.print(compare_table(result))
     err_console.print(f"wrote {out}", highlight=False, markup=False)

@@ -136,6 +136,14 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
                 "to reach significance (else welch); permutation: always; welch: a t test on log values.",
             ),
         ] = "auto",
+        strict_quality: Annotated[
+            bool,
+            typer.Option(
+                "--strict-quality",
+                help="Fail cells whose runs are interfered, recompiled or partial on every run of a side "
+                "(default: reported as not comparable, counted, never a failure).",
+            ),
+        ] = False,
         markdown: Annotated[
             Path | None,
             typer.Option("--markdown", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."),
@@ -152,11 +160,16 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         ] = None,
         baseline_dir: BaselineDir = Path(".hpubench/baselines"),
     ) -> None:
-        """Fail (exit 1) when current is slower or hungrier than baseline; 0 passes, 2 is bad input."""
+        """Fail (exit 1) when current is slower or hungrier than baseline; 0 passes, 2 is bad input.
+
+        One run a side cannot show run-to-run drift: such cells pass as "insufficient evidence" (run with
+        --repeat 3 or more, or gate against a baseline saved from repeated runs, which stores each cell's
+        run-to-run spread). Every cell shows the smallest slowdown its runs could detect."""
         from hpubench import baselines
         from hpubench import gate as gate_mod
         from hpubench.gate_report import junit_xml, terminal_table
         from hpubench.gate_report import markdown as render_markdown
+        from hpubench.runspread import stored_spreads
         from hpubench.store import load_results
 
         thresholds = parse_thresholds(max_regression)
@@ -169,6 +182,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
             missing=missing,
             statistic=statistic,
             test=test,
+            strict_quality=strict_quality,
         )
         base_path = baselines.resolve(baseline, baseline_dir)
         cur_path = baselines.resolve(current, baseline_dir)
@@ -176,7 +190,8 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
             load_results([str(base_path)]), baseline_accelerator, "--baseline-accelerator"
         )
         cur = _filter_accelerator(load_results([str(cur_path)]), current_accelerator, "--current-accelerator")
-        result = gate_mod.gate(base, cur, settings)
+        spreads = stored_spreads(baselines.read_run_to_run(base_path), statistic, str(baseline))
+        result = gate_mod.gate(base, cur, settings, run_to_run=spreads)
         out_console.print(terminal_table(result, title=f"hpubench gate: {baseline} -> {current}"))
         for note in result.notes:
             err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
@@ -204,7 +219,8 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         entry = baselines.read_index(directory)[name]
         out_console.print(
             f"saved baseline {name!r}: {entry['cells']} cells ({entry['ok']} ok, {entry['failed']} failed, "
-            f"{entry['skipped']} skipped), {entry['repeats']} repeat(s) -> {target}",
+            f"{entry['skipped']} skipped), {entry['repeats']} repeat(s), run-to-run spread stored for "
+            f"{entry['run_to_run_cells']} cell(s) -> {target}",
             highlight=False,
         )
 

@@ -6,10 +6,15 @@ when both sides ran the same thing, so result sets whose records disagree on sch
 cells disagree on what a step is (samples, tokens or FLOPs per step: a changed model or batch), are
 refused outright rather than compared.
 
-A cell run several times (``--repeat``) is one cell with several repetitions: its throughput and every
-ratio come from a two-level bootstrap (repetitions, then steps), so run-to-run variation is in the
-interval. Every ratio reads "candidate over base" where more is better (throughput, samples per dollar),
-so > 1 always means the candidate wins; memory is the plain ratio of peaks (> 1: candidate needs more).
+A cell run several times (``--repeat``) is one cell with several repetitions. Each cell's ratio and
+its significance come from :func:`hpubench.estimator.estimate_change`, the estimator ``hpubench gate``
+uses too, so the two never disagree on the same runs and statistic; compare summarises each run by its
+mean step time by default (what training delivers, what prices apply to), the gate by its fastest step
+(steadiest on a shared machine), and each output names its choice. Run-to-run variation is in every
+interval where the runs can show it; with one run a side it cannot, and the verdict says so. Every ratio
+reads "candidate over base" where more is better (throughput, samples per dollar), so > 1 always means
+the candidate wins; memory is the plain ratio of peaks (> 1: candidate needs more). A side whose quality
+verdict is not ok is shown but never called faster or slower.
 Pure: no torch, no I/O.
 """
 
@@ -22,15 +27,18 @@ from functools import cached_property
 
 from hpubench.cell import Cell
 from hpubench.errors import UsageError
+from hpubench.estimator import Change, estimate_change, estimator_name, geomean_change
 from hpubench.pricing import CellEconomics, Tables, economics
 from hpubench.record import STATUS_OK, CellResult
-from hpubench.stats import (
-    DEFAULT_CONFIDENCE,
-    Estimate,
-    bootstrap_geomean_ratio_ci,
-    bootstrap_repeats_ratio_ci,
-    bootstrap_repeats_throughput,
-)
+from hpubench.stats import DEFAULT_CONFIDENCE, Estimate, bootstrap_repeats_throughput
+
+COMPARE_STATISTIC = "mean"  # compare's default per-run summary; the gate's is "min" (see hpubench.estimator)
+
+
+# Quality verdicts (hpubench.quality, on every record) from best to worst. Runs that are interfered,
+# recompiled or partial measured something other than the cell: they are never compared.
+QUALITY_SEVERITY = {"ok": 0, "noisy": 1, "unstable": 2, "interfered": 3, "recompiled": 4, "partial": 5}
+UNCOMPARABLE_QUALITIES: tuple[str, ...] = ("interfered", "recompiled", "partial")
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,18 @@ class CellRuns:
     def record(self) -> CellResult:
         """The record that speaks for the cell: its first measured repetition, else its first record."""
         return (self.measured or self.records)[0]
+
+    @property
+    def quality(self) -> str | None:
+        """The worst quality verdict among the measured repetitions; None where none has one (records
+        written before the verdict existed), "ok" only where every repetition that has one is ok."""
+        found = [r.quality for r in self.measured if r.quality]
+        return max(found, key=lambda q: QUALITY_SEVERITY.get(q, len(QUALITY_SEVERITY))) if found else None
+
+    @property
+    def quality_reasons(self) -> tuple[str, ...]:
+        """Every repetition's reasons, each once, in the order first seen."""
+        return tuple(dict.fromkeys(q for r in self.measured for q in r.quality_reasons))
 
     @property
     def step_times(self) -> list[tuple[float, ...]]:
@@ -89,9 +109,10 @@ class CellComparison:
     candidate: CellRuns
     base_economics: CellEconomics
     candidate_economics: CellEconomics
-    throughput_ratio: Estimate  # candidate samples/s over base samples/s
+    throughput_ratio: Estimate  # candidate samples/s over base samples/s, from ``change``
     memory_ratio: float | None  # candidate peak over base peak
     perf_per_usd_ratio: Estimate | None  # candidate samples per $ over base samples per $
+    change: Change  # the shared estimator's result (candidate as "current")
 
     @property
     def workload(self) -> str:
@@ -105,12 +126,21 @@ class CellComparison:
 
     @property
     def verdict(self) -> str:
-        """Only an interval that excludes 1 says anything; "no clear difference" is a result, too."""
-        if self.throughput_ratio.lo > 1:
-            return "faster"
-        if self.throughput_ratio.hi < 1:
-            return "slower"
-        return "no clear difference"
+        """faster / slower only where both sides are ok, the ratio's interval excludes 1 and the test is
+        significant at the same level; "no significant difference" is a result, too. With one run a side
+        the interval cannot hold run-to-run drift, and the verdict says so."""
+        bad = {q for q in (self.base.quality, self.candidate.quality) if q and q != "ok"}
+        if bad:
+            return "not comparable: " + ", ".join(sorted(bad, key=lambda q: QUALITY_SEVERITY.get(q, 9)))
+        e, ch = self.throughput_ratio, self.change
+        level = (1 - e.confidence) / 2
+        if e.lo > 1 and ch.p_decrease <= level:
+            word = "faster"
+        elif e.hi < 1 and ch.p_increase <= level:
+            word = "slower"
+        else:
+            return "no significant difference"
+        return word if ch.testable else f"{word} (within-run only)"
 
 
 @dataclass(frozen=True)
@@ -152,6 +182,13 @@ class Comparison:
     not_comparable: tuple[NotComparable, ...]
     only_base: tuple[CellRuns, ...]
     only_candidate: tuple[CellRuns, ...]
+    statistic: str = COMPARE_STATISTIC
+    test: str = "auto"
+
+    @property
+    def estimator(self) -> str:
+        """The estimator in one line, as every output of compare names it."""
+        return estimator_name(self.statistic, self.test)
 
 
 def _by_match_key(results: Sequence[CellResult], side: str) -> dict[str, CellRuns]:
@@ -206,11 +243,14 @@ def _scaled(e: Estimate, f: float) -> Estimate:
     return Estimate(e.value * f, e.lo * f, e.hi * f, e.confidence, e.method)
 
 
-def _group(name: str, cells: Sequence[CellComparison], seed: int) -> GroupSpeedup:
+def _group(name: str, cells: Sequence[CellComparison]) -> GroupSpeedup:
     def geomean_ratio(group: Sequence[CellComparison]) -> Estimate:
-        # Step times: candidate as a, base as b, so mean(b)/mean(a) is candidate throughput over base.
-        pairs = [(c.candidate.step_times, c.base.step_times) for c in group]
-        return bootstrap_geomean_ratio_ci(pairs, confidence=DEFAULT_CONFIDENCE, seed=seed)
+        g = geomean_change([c.change for c in group], DEFAULT_CONFIDENCE)
+        within = (
+            f"; {g.insufficient} cell(s) ran once a side: too narrow by their drift" if g.insufficient else ""
+        )
+        how = f"geometric mean over {g.cells} cell(s) of the shared estimator's ratios, t interval{within}"
+        return Estimate(g.ratio, g.lo, g.hi, DEFAULT_CONFIDENCE, how)
 
     thr = geomean_ratio(cells)
     priced = [(c, f) for c in cells if (f := _price_factor(c.base_economics, c.candidate_economics))]
@@ -231,9 +271,13 @@ def compare(
     *,
     base_label: str = "base",
     candidate_label: str = "candidate",
-    seed: int = 0,
+    statistic: str = COMPARE_STATISTIC,
+    test: str = "auto",
 ) -> Comparison:
-    """Match the two result sets and compute every ratio; refuses (UsageError) what cannot be compared."""
+    """Match the two result sets and compute every ratio; refuses (UsageError) what cannot be compared.
+
+    ``statistic`` and ``test`` are those of :func:`hpubench.estimator.estimate_change`; a test must be
+    able to reach half of 1 - confidence on each side, the level the 95% interval stands for."""
     _check_schema(base, candidate)
     b_map, c_map = _by_match_key(base, "base"), _by_match_key(candidate, "candidate")
     cells: list[CellComparison] = []
@@ -247,8 +291,17 @@ def compare(
         if be is None or ce is None:
             not_comparable.append(NotComparable(key, b, c))
             continue
-        ratio = bootstrap_repeats_ratio_ci(
-            c.step_times, b.step_times, confidence=DEFAULT_CONFIDENCE, seed=seed
+        change = estimate_change(
+            b.step_times,
+            c.step_times,
+            units_per_step=b.record.metrics.samples_per_step,  # type: ignore[union-attr]
+            statistic=statistic,
+            test=test,
+            alpha_per_test=(1 - DEFAULT_CONFIDENCE) / 2,
+            confidence=DEFAULT_CONFIDENCE,
+        )
+        ratio = Estimate(
+            change.throughput_ratio, *change.throughput_interval, DEFAULT_CONFIDENCE, change.method
         )
         factor = _price_factor(be, ce)
         mb = b.record.memory.peak_allocated_bytes if b.record.memory else None
@@ -263,6 +316,7 @@ def compare(
                 throughput_ratio=ratio,
                 memory_ratio=mc / mb if mb and mc is not None else None,
                 perf_per_usd_ratio=None if factor is None else _scaled(ratio, factor),
+                change=change,
             )
         )
     only_base = tuple(r for k, r in b_map.items() if k not in c_map)
@@ -278,9 +332,11 @@ def compare(
         base_label=base_label,
         candidate_label=candidate_label,
         cells=tuple(cells),
-        per_workload=tuple(_group(w, [c for c in cells if c.workload == w], seed) for w in workloads),
-        overall=_group("all workloads", cells, seed),
+        per_workload=tuple(_group(w, [c for c in cells if c.workload == w]) for w in workloads),
+        overall=_group("all workloads", cells),
         not_comparable=tuple(not_comparable),
         only_base=only_base,
         only_candidate=only_candidate,
+        statistic=statistic,
+        test=test,
     )

@@ -16,10 +16,12 @@ from hpubench.gate import (
     FAILED,
     FIXED,
     IMPROVEMENT,
+    INSUFFICIENT,
     MISSING,
     NEW,
     NO_CHANGE,
     NOISY,
+    NOT_COMPARABLE,
     NOT_TESTED,
     REGRESSION,
     SKIPPED,
@@ -29,11 +31,23 @@ from hpubench.gate import (
     MetricVerdict,
 )
 
-_ORDER = {REGRESSION: 0, FAILED: 0, MISSING: 1, NOISY: 2, IMPROVEMENT: 3, FIXED: 3, STILL_FAILING: 3}
+_ORDER = {
+    REGRESSION: 0,
+    FAILED: 0,
+    MISSING: 1,
+    NOT_COMPARABLE: 1,
+    INSUFFICIENT: 2,
+    NOISY: 2,
+    IMPROVEMENT: 3,
+    FIXED: 3,
+    STILL_FAILING: 3,
+}
 _STYLE = {
     REGRESSION: "bold red",
     FAILED: "bold red",
     MISSING: "yellow",
+    NOT_COMPARABLE: "yellow",
+    INSUFFICIENT: "yellow",
     NOISY: "yellow",
     IMPROVEMENT: "green",
     FIXED: "green",
@@ -43,7 +57,8 @@ _STYLE = {
     SKIPPED: "dim",
 }
 # Cells JUnit reports as skipped: nothing was judged (the others pass or, if they fail the gate, fail).
-_NOT_JUDGED = (SKIPPED, NEW, STILL_FAILING)
+_NOT_JUDGED = (SKIPPED, NEW, STILL_FAILING, INSUFFICIENT, NOT_COMPARABLE)
+_WARN = (MISSING, NOISY, INSUFFICIENT, NOT_COMPARABLE)
 
 
 def ordered(result: GateResult) -> list[CellVerdict]:
@@ -79,6 +94,20 @@ def _rate(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+def _detects(v: MetricVerdict | None) -> str:
+    """The smallest throughput drop the cell's runs could show (80% power), '>= x' where only a lower
+    bound is known (one run a side), 'none' where the runs can never reach significance."""
+    if v is None or v.mde is None:
+        return "-"
+    if v.mde == float("inf"):
+        return "none"
+    return f"{'>= ' if v.decision == INSUFFICIENT else ''}{v.mde:.1%}"
+
+
+def _quality(v: CellVerdict) -> str:
+    return f"{v.baseline_quality or '-'}/{v.current_quality or '-'}"
+
+
 def _mem(v: MetricVerdict | None) -> str:
     if v is None or v.change is None or v.current is None:
         return "-" if v is None else "n/a"
@@ -92,20 +121,32 @@ def settings_line(result: GateResult) -> str:
         f"({s.correction} over {sum(v.throughput is not None for v in result.cells)} tested cells, "
         f"{s.statistic} step time per run, {s.test} test), or peak memory growth > "
         f"{s.memory_threshold:.0%} and > {s.memory_floor_bytes / 2**20:g} MiB; missing cells: {s.missing}; "
-        f"intervals {s.confidence:.0%}, unadjusted"
+        f"intervals {s.confidence:.0%}, unadjusted; one run a side without a run-to-run spread: "
+        "insufficient evidence, never a failure; interfered, recompiled or partial runs: not comparable"
+        f"{', a failure (--strict-quality)' if s.strict_quality else ', not a failure'}; "
+        "detects: smallest throughput drop the runs could show at 80% power"
     )
 
 
+def estimator_line(result: GateResult) -> str:
+    """Which estimator decided, and why that one: every output names it (compare uses the same one)."""
+    return f"estimator: {result.settings.estimator}"
+
+
 def terminal_table(result: GateResult, title: str = "") -> Table:
-    table = Table(title=title or result.summary(), caption=settings_line(result))
+    table = Table(
+        title=title or result.summary(), caption=f"{settings_line(result)}. {estimator_line(result)}"
+    )
     for col, justify in (
         ("cell", "left"),
         ("outcome", "left"),
         (f"samples/s ({result.settings.statistic} step) base -> cur", "right"),
         ("throughput change [CI]", "right"),
         ("p adj", "right"),
+        ("detects", "right"),
         ("peak memory", "right"),
         ("runs", "right"),
+        ("quality base/cur", "left"),
         ("why", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -118,8 +159,10 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
             _throughput(v.throughput),
             _change(v.throughput),
             _p(v.throughput),
+            _detects(v.throughput),
             _mem(v.memory),
             f"{v.baseline_runs}/{v.current_runs}",
+            _quality(v),
             v.reason,
         )
     return table
@@ -143,12 +186,14 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
         "",
         f"Baseline `{_md(baseline_label)}` vs current `{_md(current_label)}`: {_md(settings_line(result))}.",
         "",
+        f"_{_md(estimator_line(result))}_",
+        "",
         f"| | cell | outcome | samples/s ({result.settings.statistic} step) base → cur "
-        "| throughput change [CI] | p adj | peak memory | runs | why |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
+        "| throughput change [CI] | p adj | detects | peak memory | runs | quality base/cur | why |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for v in ordered(result):
-        icon = ":x:" if v.fails else (":warning:" if v.outcome in (MISSING, NOISY) else "")
+        icon = ":x:" if v.fails else (":warning:" if v.outcome in _WARN else "")
         outcome = f"**{v.outcome}**" if v.fails else v.outcome
         lines.append(
             "| "
@@ -160,8 +205,10 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
                     _md(_throughput(v.throughput)).replace("->", "→"),
                     _change(v.throughput),
                     _p(v.throughput),
+                    _md(_detects(v.throughput)),
                     _md(_mem(v.memory)),
                     f"{v.baseline_runs}/{v.current_runs}",
+                    _quality(v),
                     _md(v.reason),
                 ]
             )
@@ -177,6 +224,7 @@ def _details(v: CellVerdict) -> str:
         f"outcome: {v.outcome}",
         f"why: {v.reason}",
         f"runs: baseline {v.baseline_runs}, current {v.current_runs}",
+        f"quality: baseline {v.baseline_quality or 'unknown'}, current {v.current_quality or 'unknown'}",
     ]
     for m in (v.throughput, v.memory):
         if m is None:
@@ -187,6 +235,8 @@ def _details(v: CellVerdict) -> str:
         if m.p_value is not None:
             parts.append(f"p {m.p_value:.3g} (adjusted {m.p_adjusted:.3g})")
         parts.append(f"threshold {m.threshold:.0%}")
+        if m.mde_text:
+            parts.append(f"smallest detectable drop {m.mde_text}")
         parts.append(m.detail)
         out.append("; ".join(parts))
     return "\n".join(out)
@@ -227,6 +277,8 @@ def junit_xml(
         ("statistic", s.statistic),
         ("test", s.test),
         ("missing", s.missing),
+        ("strict_quality", s.strict_quality),
+        ("estimator", s.estimator),
         ("verdict", "passed" if result.passed else "failed"),
     ):
         ET.SubElement(props, "property", {"name": name, "value": str(value)})

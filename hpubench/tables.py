@@ -379,28 +379,31 @@ def compare_table(c: Comparison) -> Table:
     """Matched cells with their ratios; the geometric means per workload and overall close the table."""
     table = Table(
         title=f"{c.candidate_label} vs {c.base_label}: {len(c.cells)} matched cells",
-        caption="ratio = candidate / base, 95% bootstrap CI over repetitions and step times (warm-up "
-        "excluded, device synchronised); verdict only where the CI excludes 1; memory > 1: candidate "
-        "needs more",
+        caption="ratio = candidate / base, 95% interval; samples/s: mean over every step (what training "
+        f"delivers, priced). Estimator (the same as hpubench gate's): {c.estimator}. Verdict only where the "
+        "interval excludes 1 and both sides' quality is ok; memory > 1: candidate needs more",
     )
     for col, justify in (
         ("cell (key without hardware)", "left"),
         ("base samples/s", "right"),
         ("candidate samples/s", "right"),
-        ("throughput ratio [CI]", "right"),
+        (f"throughput ratio ({c.statistic} step) [CI]", "right"),
         ("verdict", "left"),
+        ("quality base/cand", "left"),
         ("memory ratio", "right"),
         ("samples/$ ratio [CI]", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    style = {"faster": "[green]faster[/]", "slower": "[red]slower[/]"}
     for x in c.cells:
+        word = x.verdict.split()[0]
+        shown = {"faster": f"[green]{x.verdict}[/]", "slower": f"[red]{x.verdict}[/]"}.get(word, x.verdict)
         table.add_row(
             x.match_key,
             f"{x.base_economics.samples_per_s:,.1f}",
             f"{x.candidate_economics.samples_per_s:,.1f}",
             _ratio(x.throughput_ratio),
-            style.get(x.verdict, x.verdict),
+            shown,
+            f"{x.base.quality or '-'}/{x.candidate.quality or '-'}",
             "-" if x.memory_ratio is None else f"{x.memory_ratio:.3g}x",
             _ratio(x.perf_per_usd_ratio),
         )
@@ -411,6 +414,7 @@ def compare_table(c: Comparison) -> Table:
             "",
             "",
             _ratio(g.throughput),
+            "",
             "",
             "",
             _ratio(g.perf_per_usd),

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hpubench.compare import Comparison, compare
+from hpubench.compare import COMPARE_STATISTIC, Comparison, compare
 from hpubench.errors import UsageError
 from hpubench.pricing import Tables, check_price, load_tables
+from hpubench.stats import LOCATIONS
 from reports.build import compare_html, report_html
 from reports.frames import cell_frame, measured
 from reports.sources import ResultSet, load_result_set, load_result_sets
@@ -149,13 +150,18 @@ def comparison(
     prices_file: str | os.PathLike[str] | None = None,
     base_accelerator: str | None = None,
     candidate_accelerator: str | None = None,
+    statistic: str = COMPARE_STATISTIC,
 ) -> Comparison:
+    if statistic not in LOCATIONS:
+        raise UsageError(f"--statistic must be one of {', '.join(LOCATIONS)}, got {statistic!r}")
     tables = make_tables(prices_file)
     b = _only(load_result_set(base), base_accelerator, "base")
     c = _only(load_result_set(candidate), candidate_accelerator, "candidate")
     if b.label == c.label:
         b = ResultSet(f"{b.label} (base)", b.path, b.meta, b.results)
         c = ResultSet(f"{c.label} (candidate)", c.path, c.meta, c.results)
-    result = compare(b.results, c.results, tables, base_label=b.label, candidate_label=c.label)
+    result = compare(
+        b.results, c.results, tables, base_label=b.label, candidate_label=c.label, statistic=statistic
+    )
     write_atomic(out, compare_html(result, b, c, tables).encode())
     return result

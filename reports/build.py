@@ -514,11 +514,17 @@ def compare_table(c: Comparison) -> HtmlTable:
         Column("candidate", "Candidate samples/s [CI]", numeric=True),
         Column(
             "ratio",
-            "Throughput ratio [95% CI]",
-            "candidate ÷ base; two-level bootstrap over repetitions and step times",
+            f"Throughput ratio ({c.statistic} step) [95% CI]",
+            f"candidate ÷ base; estimator (shared with hpubench gate): {c.estimator}",
             numeric=True,
         ),
-        Column("verdict", "Verdict", "faster / slower only where the interval excludes 1"),
+        Column(
+            "verdict",
+            "Verdict",
+            "faster / slower only where the interval excludes 1, the test agrees and both sides are ok; "
+            "'within-run only': one run a side, run-to-run drift not in the interval",
+        ),
+        Column("quality", "Quality base / cand.", "each side's worst quality verdict over its runs"),
         Column("mem_base", "Base peak MiB", numeric=True),
         Column("mem_candidate", "Cand. peak MiB", numeric=True),
         Column(
@@ -553,6 +559,11 @@ def compare_table(c: Comparison) -> HtmlTable:
             _number(k.samples_per_s, sub=fmt.ci(*k.samples_per_s_ci)),
             _number(r.value, text=fmt.ratio(r.value), sub=fmt.ci(r.lo, r.hi)),
             TableCell(x.verdict, sort=x.verdict, badge_cls=f"verdict-{x.verdict.split()[0]}"),
+            TableCell(
+                f"{x.base.quality or '-'} / {x.candidate.quality or '-'}",
+                sort=f"{x.base.quality}/{x.candidate.quality}",
+                title="; ".join((*x.base.quality_reasons, *x.candidate.quality_reasons)),
+            ),
             _number(mb, text=fmt.mib(mb)),
             _number(mc, text=fmt.mib(mc)),
             _number(

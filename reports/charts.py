@@ -25,7 +25,7 @@ from reports import fmt
 from reports.frames import config_label, measured, varying_columns
 
 PALETTE = qualitative.Safe + qualitative.Vivid
-VERDICT_COLORS = {"faster": "#1b7837", "slower": "#b2182b", "no clear difference": "#777777"}
+VERDICT_COLORS = {"faster": "#1b7837", "slower": "#b2182b", "no significant difference": "#777777"}
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
@@ -296,16 +296,25 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
 # ---- comparison ------------------------------------------------------------------------------------------
 
 
+def _verdict_group(verdict: str) -> str:
+    """faster / slower (with or without "(within-run only)"), else "no significant difference" (which
+    takes "not comparable" too: grey either way)."""
+    word = verdict.split()[0]
+    return word if word in ("faster", "slower") else "no significant difference"
+
+
 def ratio_chart(c: Comparison) -> Chart:
     """Forest plot: one row per matched cell, its throughput ratio and interval, 1 marked."""
     cells = sorted(c.cells, key=lambda x: (x.workload, x.throughput_ratio.value))
     fig = go.Figure()
     for verdict, color in VERDICT_COLORS.items():
-        group = [x for x in cells if x.verdict == verdict]
+        group = [x for x in cells if _verdict_group(x.verdict) == verdict]
         if not group:
             continue
         fig.add_scatter(
-            name=f"candidate {verdict}" if verdict != "no clear difference" else verdict,
+            name=f"candidate {verdict}"
+            if verdict in ("faster", "slower")
+            else f"{verdict} or not comparable",
             x=[x.throughput_ratio.value for x in group],
             y=[t(x.match_key) for x in group],
             mode="markers",

@@ -87,6 +87,7 @@ def make_side(
     peak: int = 300 * MIB,
     samples_per_step: int = 64,
     device: str = "cpu0",
+    source: str = "process",
     **kw,
 ) -> list[CellResult]:
     out = []
@@ -96,7 +97,13 @@ def make_side(
             times = ar1_steps(rng, **kw) * (1 + slowdown) * drift
             out.append(
                 make_result(
-                    cell, times, repeat=r, peak=peak, samples_per_step=samples_per_step, device=device
+                    cell,
+                    times,
+                    repeat=r,
+                    peak=peak,
+                    samples_per_step=samples_per_step,
+                    device=device,
+                    source=source,
                 )
             )
     return out
@@ -129,4 +136,26 @@ def regime_side(
         make_result(cell, regime_steps(rng) * (1 + slowdown), repeat=r)
         for r in range(repeats)
         for cell in cells
+    ]
+
+
+def drifting_side(
+    rng: np.random.Generator,
+    cell: Cell,
+    runs: int,
+    drift_sd: float,
+    *,
+    slowdown: float = 0.0,
+    n: int = 40,
+    step_cv: float = 0.05,
+) -> list[CellResult]:
+    """Runs that drift as a whole (log-normal, sd ``drift_sd``: 0.04-0.10 is what this project's VM shows
+    for run means) with AR(1) step noise inside each run: the case a single run cannot see."""
+    return [
+        make_result(
+            cell,
+            ar1_steps(rng, n=n, cv=step_cv) * math.exp(rng.normal(0, drift_sd)) * (1 + slowdown),
+            repeat=r,
+        )
+        for r in range(runs)
     ]

@@ -44,7 +44,14 @@ def test_ratios_geomeans_and_unmatched(gaudi_vs_gaudi2):
         # Prices: Gaudi $1.64, Gaudi2 $1.30 per device-hour, so samples per $ gain 1.64/1.30 on top.
         assert x.perf_per_usd_ratio.value == pytest.approx(expected * 1.64 / 1.30)
         assert x.memory_ratio == pytest.approx(1.0)
-    assert [x.verdict for x in c.cells] == ["faster", "faster", "no clear difference"]
+    # One run a side: the intervals hold the steps' noise only, and the verdict says so.
+    assert [x.verdict for x in c.cells] == [
+        "faster (within-run only)",
+        "faster (within-run only)",
+        "no significant difference",
+    ]
+    assert all(x.change.evidence == "insufficient" for x in c.cells)
+    assert c.statistic == "mean" and "mean step time per run" in c.estimator
     by_name = {g.name: g for g in c.per_workload}
     assert set(by_name) == {"bert", "resnet"} and by_name["resnet"].cells == 2
     logs = [math.log(x.throughput_ratio.value) for x in c.cells]
@@ -83,7 +90,11 @@ def test_repetitions_are_one_cell_with_all_their_steps():
     assert runs.samples_per_s.value == pytest.approx(32 / mean_of_means)
     base = [fake_result("bert", "hpu", "GAUDI", step_s=0.2)]
     x = compare(base, reps, Tables()).cells[0]
-    assert x.throughput_ratio.value == pytest.approx(_mean(base[0]) / mean_of_means)
+    # The shared estimator: runs are averaged on the log scale (a geometric mean of the run means), and
+    # the single base run takes the candidate's run-to-run spread.
+    geo = math.exp(np.mean([math.log(np.mean(r.step_times_s)) for r in reps]))
+    assert x.throughput_ratio.value == pytest.approx(_mean(base[0]) / geo)
+    assert x.change.evidence == "modelled" and "spread from the current's 3 runs" in x.change.method
     assert x.candidate_economics.samples_per_s == pytest.approx(runs.samples_per_s.value)
 
 

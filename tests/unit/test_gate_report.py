@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import numpy as np
 from gatedata import MIB, make_side
@@ -101,3 +102,28 @@ def test_terminal_table_renders_every_cell() -> None:
     assert "samples/s (min step)" in text
     # ~6,400 samples/s (64 samples, ~10 ms steps): thousands separated, no exponent.
     assert re.search(r"\b6,\d{3} -> 5,\d{3}\b", text) and "e+0" not in text
+
+
+def test_every_output_names_the_estimator_quality_and_what_it_could_detect() -> None:
+    rng = np.random.default_rng(5)
+    base = make_side(rng, CELLS[:2], repeats=1)
+    cur = make_side(rng, CELLS[:2], repeats=1)
+
+    cur = [replace(r, quality="noisy", quality_reasons=("interval half-width 6% > 5%",)) for r in cur]
+    res = gate(base, cur)
+    assert {v.outcome for v in res.cells} == {"insufficient evidence"} and res.passed
+    md = markdown(res)
+    assert "_estimator: fastest step per run" in md and "quality base/cur" in md and "| detects |" in md
+    row = next(ln for ln in md.splitlines() if "`mlp/" in ln)
+    assert ":warning:" in row and "-/noisy" in row and ">= " in row and "run with --repeat 3 or more" in row
+    suite = ET.fromstring(junit_xml(res)).find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["estimator"] == res.settings.estimator and props["strict_quality"] == "False"
+    skipped = [c.find("skipped") for c in suite.iter("testcase")]
+    assert all(s is not None and s.get("message").startswith("insufficient evidence") for s in skipped)
+    out = next(c.find("system-out").text for c in suite.iter("testcase"))
+    assert "quality: baseline unknown, current noisy" in out and "smallest detectable drop above" in out
+    console = Console(width=400, record=True)
+    console.print(terminal_table(res))
+    text = console.export_text()
+    assert "estimator: fastest step per run" in text and "-/noisy" in text and "detects" in text
