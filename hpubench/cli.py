@@ -286,6 +286,7 @@ def run(
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell."""
     from hpubench import api
+    from hpubench.core.accelerators.cpu import validate_threads_env
     from hpubench.core.accelerators.hpu import validate_op_list_env
 
     if timeout <= 0:
@@ -295,6 +296,7 @@ def run(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     validate_op_list_env(os.environ)
+    validate_threads_env(os.environ)
     run_options = _run_options(
         profile=profile,
         wait=profile_wait,
