@@ -363,6 +363,7 @@ def run(
             TimeRemainingColumn(),
             console=err_console,
             transient=False,
+            refresh_per_second=1,  # the display must not compete with the cell it times: one wake a second
         ) as progress:
             task = progress.add_task("starting", total=len(plan.cells) * repeat)
 
