@@ -284,7 +284,13 @@ def run(
     top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
     record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
 ) -> None:
-    """Run a matrix of cells, each in its own process, and store one record per cell."""
+    """Run a matrix of cells, each in its own process, and store one record per cell.
+
+    CPU cells' threads follow HPUBENCH_CPU_THREADS: all (torch's default, one per core), all-passive
+    (the same, OMP_WAIT_POLICY=PASSIVE), cores-1 (the default: a core left for everything else) or
+    pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
+    the threads in force and the share of its CPUs other processes took while it measured.
+    """
     from hpubench import api
     from hpubench.core.accelerators.cpu import validate_threads_env
     from hpubench.core.accelerators.hpu import validate_op_list_env

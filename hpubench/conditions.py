@@ -70,7 +70,8 @@ class Interference:
             "resolution": self.resolution,
             "method": (
                 "/proc/stat busy ticks (user+nice+system+irq+softirq+steal) of the cell's CPUs minus the "
-                "CPU time of the cell's own process tree, over measured-window wall time x CPUs"
+                "CPU time of the cell's own process tree (several ranks: their agent and all its ranks on "
+                "this host), over measured-window wall time x CPUs"
             ),
         }
 
