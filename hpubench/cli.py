@@ -284,8 +284,15 @@ def run(
     top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
     record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
 ) -> None:
-    """Run a matrix of cells, each in its own process, and store one record per cell."""
+    """Run a matrix of cells, each in its own process, and store one record per cell.
+
+    CPU cells' threads follow HPUBENCH_CPU_THREADS: all (torch's default, one per core), all-passive
+    (the same, OMP_WAIT_POLICY=PASSIVE), cores-1 (the default: a core left for everything else) or
+    pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
+    the threads in force and the share of its CPUs other processes took while it measured.
+    """
     from hpubench import api
+    from hpubench.core.accelerators.cpu import validate_threads_env
     from hpubench.core.accelerators.hpu import validate_op_list_env
 
     if timeout <= 0:
@@ -295,6 +302,7 @@ def run(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     validate_op_list_env(os.environ)
+    validate_threads_env(os.environ)
     run_options = _run_options(
         profile=profile,
         wait=profile_wait,
@@ -361,6 +369,7 @@ def run(
             TimeRemainingColumn(),
             console=err_console,
             transient=False,
+            refresh_per_second=1,  # the display must not compete with the cell it times: one wake a second
         ) as progress:
             task = progress.add_task("starting", total=len(plan.cells) * repeat)
 

@@ -87,6 +87,7 @@ def _run(
 
     import workloads
     from hpubench import peaks
+    from hpubench.conditions_probe import InterferenceMeter, thread_facts
     from hpubench.core import accelerators, precision, strategies
     from hpubench.core.extrawork import apply_options
     from hpubench.core.trainstep import build_step, make_optimizer, step_factory
@@ -118,6 +119,7 @@ def _run(
         strategy=strategy.name,
         world_size=strategy.world_size,
         software=acc.software_versions(),
+        threads=thread_facts(strategy.thread_policy or "unknown"),
     )
     if strategy.world_size > 1:
         runtime["distributed"] = {
@@ -177,6 +179,7 @@ def _run(
     if options != RunOptions():
         runtime["run_options"] = options.to_dict()
     observation = Observation(cell, acc, options, batch_size * strategy.world_size, strategy.world_size)
+    meter = InterferenceMeter(strategy.cell_root_pid())
 
     def warmup_done() -> None:
         acc.reset_peak_memory_stats()
@@ -190,8 +193,9 @@ def _run(
             cell.warmup_steps,
             cell.steps,
             on_warmup_done=warmup_done,
-            **observation.measure_hooks(),
+            **meter.hooks(observation.measure_hooks()),
         )
+        runtime.update(meter.record())
         memory = acc.memory_stats()
         observation.after_measured(
             step,

@@ -29,6 +29,11 @@ class Strategy(ABC):
     local_rank: int = 0
     node_rank: int = 0
     threads: int | None = None  # torch intra-op threads this process runs with, once set up
+    thread_policy: str | None = None  # the name of the thread policy applied in setup
+
+    def cell_root_pid(self) -> int:
+        """The process whose tree is this cell (the rest of the host is "other" for interference)."""
+        return os.getpid()
 
     @property
     def is_global_zero(self) -> bool:
@@ -66,6 +71,7 @@ class SingleDevice(Strategy):
     name = "single"
 
     def setup(self, acc: Accelerator) -> None:
+        self.thread_policy = acc.apply_threads(1, 0)
         acc.setup()
         self.threads = torch.get_num_threads()
 
@@ -80,10 +86,6 @@ REPLICA_CHECK_ENV = "HPUBENCH_DDP_CHECK"
 # The variables torch.distributed's elastic agent gives every worker process.
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 DEFAULT_PG_TIMEOUT_S = 1800.0
-
-
-def host_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class DDP(Strategy):
@@ -122,6 +124,10 @@ class DDP(Strategy):
         self._device_ids: list[int] | None = None
         self._barrier_ids: list[int] | None = None
 
+    def cell_root_pid(self) -> int:
+        """The elastic agent that started this node's ranks: they and it are the cell on this host."""
+        return os.getppid()
+
     @classmethod
     def from_env(cls, cell: Cell, environ: Mapping[str, str] | None = None) -> DDP:
         """The rank this process was given; refuses a group whose size is not the cell's nodes x devices."""
@@ -154,8 +160,7 @@ class DDP(Strategy):
 
         # Several ranks share the host's cores: each one taking all of them oversubscribes the machine
         # and measures contention, not scaling. A user's OMP_NUM_THREADS still wins.
-        if "OMP_NUM_THREADS" not in os.environ:
-            torch.set_num_threads(max(1, host_cores() // self.local_world_size))
+        self.thread_policy = acc.apply_threads(self.local_world_size, self.local_rank)
         self.threads = torch.get_num_threads()
         acc.setup()
         backend = acc.dist_backend

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from hpubench.cell import Cell, PlannedCell
+from hpubench.conditions import plan_threads, thread_policy
 from hpubench.core.strategies import REPLICA_CHECK_ENV
 from hpubench.launch import Launcher
 from hpubench.store import ResultStore
@@ -80,9 +81,14 @@ def test_two_cpu_devices_form_one_gloo_group_with_global_throughput(tmp_path: Pa
     assert result.status == "ok", (result.reason, result.traceback_tail)
     dist = result.runtime["distributed"]
     assert dist["backend"] == "gloo" and dist["local_world_size"] == 2 and dist["nodes"] == 1
-    # 2 cores shared by 2 ranks: one thread each, recorded
-    cores = len(os.sched_getaffinity(0))
-    assert dist["threads_per_rank"] == max(1, cores // 2)
+    # the host's cores shared by 2 ranks under the thread policy in force, recorded
+    env = _env()
+    plan = plan_threads(thread_policy(env), sorted(os.sched_getaffinity(0)), 2, 0, env)
+    assert dist["threads_per_rank"] == plan.threads
+    assert result.runtime["threads"]["policy"] == plan.policy
+    assert result.runtime["threads"]["intra_op"] == plan.threads
+    # the other rank and the agent are the cell's own: only outsiders count, so this stays a fraction
+    assert 0.0 <= result.runtime["interference"] <= 1.0
     _assert_one_data_parallel_model(result, 2)
 
     ranks = dist["ranks"]

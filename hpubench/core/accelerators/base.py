@@ -8,11 +8,13 @@ device (a pre-warmed parent forks workers, and CUDA does not survive a fork once
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from hpubench.cell import Cell
+from hpubench.conditions import plan_threads
 from hpubench.core.memory import MemoryStats
 
 if TYPE_CHECKING:
@@ -80,6 +82,18 @@ class Accelerator(ABC):
 
     def setup(self) -> None:
         """Make ``self.index`` the current device of this process."""
+
+    def apply_threads(self, local_world_size: int, local_rank: int) -> str:
+        """Set this process's host (intra-op) threads for a cell of ``local_world_size`` ranks on this node.
+
+        Returns the policy's name for ``runtime["threads"]["policy"]``. Here: torch's default for one
+        rank, the cores divided among several (each taking all of them measures contention, not
+        scaling); a user's OMP_NUM_THREADS wins. CPU cells choose among policies (``cpu.py``).
+        """
+        # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
+        from hpubench.conditions_probe import affinity, apply_plan
+
+        return apply_plan(plan_threads("all", affinity(), local_world_size, local_rank, os.environ))
 
     @abstractmethod
     def synchronize(self) -> None: ...

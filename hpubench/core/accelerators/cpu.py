@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from hpubench.cell import Cell
+from hpubench.conditions import plan_threads, thread_policy
 from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.memory import MemoryStats
+from hpubench.errors import UsageError
 
 if TYPE_CHECKING:
     import torch
@@ -36,6 +40,14 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def validate_threads_env(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a bad ``HPUBENCH_CPU_THREADS`` before any worker starts (one line, exit 2 from the CLI)."""
+    try:
+        thread_policy(os.environ if environ is None else environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 @register
 class CPUAccelerator(Accelerator):
     name = "cpu"
@@ -46,6 +58,20 @@ class CPUAccelerator(Accelerator):
     @classmethod
     def is_available(cls) -> bool:
         return True
+
+    @classmethod
+    def env_before_import(cls, cell: Cell) -> dict[str, str]:
+        """``all-passive`` needs OMP_WAIT_POLICY before torch loads GNU OpenMP, which reads it only then.
+
+        A user's own OMP_WAIT_POLICY stays; a bad policy name is left for the worker to report.
+        """
+        try:
+            policy = thread_policy(os.environ)
+        except ValueError:
+            return {}
+        if policy == "all-passive" and not os.environ.get("OMP_WAIT_POLICY"):
+            return {"OMP_WAIT_POLICY": "PASSIVE"}
+        return {}
 
     @classmethod
     def device_count(cls) -> int:
@@ -64,6 +90,17 @@ class CPUAccelerator(Accelerator):
 
     def synchronize(self) -> None:
         """CPU ops are synchronous: nothing to wait for."""
+
+    def apply_threads(self, local_world_size: int, local_rank: int) -> str:
+        """The thread policy ``HPUBENCH_CPU_THREADS`` names (see ``hpubench.conditions``), applied here.
+
+        The worker runs in a process made for the cell, so the threads and affinity set are not restored.
+        """
+        # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
+        from hpubench.conditions_probe import affinity, apply_plan
+
+        policy = thread_policy(os.environ)  # ValueError naming the variable: the cell fails with it
+        return apply_plan(plan_threads(policy, affinity(), local_world_size, local_rank, os.environ))
 
     def memory_stats(self) -> MemoryStats:
         import psutil
