@@ -73,7 +73,10 @@ def auto_steps_problem(a: AutoSteps) -> str | None:
         if problem:
             return problem
     if a.min_time_s > a.max_time_s:
-        return f"min_time ({a.min_time_s:g} s) is longer than max_time ({a.max_time_s:g} s); lower one or raise the other"
+        return (
+            f"min_time ({a.min_time_s:g} s) is longer than max_time ({a.max_time_s:g} s); "
+            "lower one or raise the other"
+        )
     return None
 
 

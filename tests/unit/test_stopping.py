@@ -10,8 +10,8 @@ import pytest
 from hpubench.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
 from hpubench.stopping import (
     MAX_AUTO_STEPS,
-    AutoStop,
     Agree,
+    AutoStop,
     fixed_steps,
     half_width,
     next_check,
