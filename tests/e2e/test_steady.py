@@ -55,9 +55,7 @@ def test_a_shape_change_in_the_measured_steps_is_counted_as_a_compilation(cli, t
 @pytest.mark.slow
 def test_steps_auto_stops_within_max_time_and_says_why(cli, tmp_path):
     run = tmp_path / "run"
-    proc = cli(
-        "run", "-w", "mlp", "--steps", "auto", "--target-ci", "5%", "--max-time", "3", "-o", str(run)
-    )
+    proc = cli("run", "-w", "mlp", "--steps", "auto", "--target-ci", "5%", "--max-time", "3", "-o", str(run))
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = records(run)["mlp"]
     assert rec["status"] == "ok", rec.get("reason")

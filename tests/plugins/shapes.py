@@ -9,6 +9,8 @@ Batches are counted per process, only real ones (FLOPs are counted on ``meta`` w
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -20,7 +22,7 @@ SHORT, LONG, VOCAB, WIDTH = 8, 12, 64, 32
 
 class _Sequences(Workload):
     description = "embedding, linear, mean over the sequence: any sequence length runs"
-    sizes = {"tiny": SizeSpec(4, "embedding 64x32 and one 32x32 linear layer")}
+    sizes: ClassVar[dict[str, SizeSpec]] = {"tiny": SizeSpec(4, "embedding 64x32 and one 32x32 linear layer")}
     shift = False
 
     def __init__(self) -> None:
