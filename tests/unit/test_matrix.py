@@ -535,6 +535,10 @@ BAD_FILES = [
     ('[[exclude]]\naccelerator = "auto"\n', "[[exclude]] #1", "concrete"),
     ('preset = "nightly"\n', "unknown preset", "smoke, full"),
     ("name = 3\n", "name = 3", "string"),
+    ('steps = "soon"\n', 'steps = "soon"', 'or "auto"'),
+    ('steps = "auto"\ntarget_ci = 0\n', "target_ci = 0", "between 0 and 1"),
+    ('steps = "auto"\nmax_time = -1\n', "max_time = -1", "positive seconds"),
+    ('steps = "auto"\nmin_steps = 2\n', "min_steps = 2", ">= 3"),
 ]
 
 
@@ -613,3 +617,45 @@ def test_matrix_stays_pure():
 def test_product_helper_matches_itertools():
     g = Grid(workload=("mlp", "gpt"), precision=PRECISIONS, graphs=(False, True))
     assert g.combinations() == len(list(itertools.product(g.workload, g.precision, g.graphs)))
+
+
+# ---- steps = "auto" ---------------------------------------------------------------------------------------
+def test_auto_steps_from_a_matrix_file_reach_the_cells(tmp_path):
+    p = write(
+        tmp_path,
+        """
+        workload = "mlp"
+        steps = "auto"
+        target_ci = "5%"
+        max_time = 4
+        [[grid]]
+        [[grid]]
+        workload = "gpt"
+        steps = 12
+        """,
+    )
+    planned = expand(load_matrix_file(p), CPU2, CATALOG)
+    by_workload = {pc.cell.workload: pc.cell for pc in planned}
+    mlp, gpt = by_workload["mlp"], by_workload["gpt"]
+    assert mlp.steps is None
+    assert (mlp.auto_steps.target_ci, mlp.auto_steps.max_time_s, mlp.auto_steps.min_steps) == (0.05, 4.0, 10)
+    assert (gpt.steps, gpt.auto_steps) == (12, None)
+    assert mlp.key == "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"  # steps never enter the key
+
+
+def test_auto_knobs_on_the_command_line_replace_only_themselves():
+    base = spec_from_options(workload=["mlp"], steps="auto", auto={"max_time": 2.0, "min_time": 0.1})
+    longer = spec_from_options(base, auto={"max_time": 9.0})
+    [pc] = one(longer)
+    assert (pc.cell.auto_steps.max_time_s, pc.cell.auto_steps.min_time_s) == (9.0, 0.1)
+    [fixed] = one(spec_from_options(base, steps=7))
+    assert (fixed.cell.steps, fixed.cell.auto_steps) == (7, None)
+
+
+def test_auto_knobs_without_auto_steps_are_refused():
+    with pytest.raises(UsageError) as e:
+        spec_from_options(workload=["mlp"], auto={"target_ci": 0.05})
+    assert_one_line_usage_error(e, "--target-ci applies to --steps auto only")
+    with pytest.raises(UsageError) as e:
+        spec_from_options(workload=["mlp"], steps="auto", auto={"min_time": 5.0, "max_time": 1.0})
+    assert_one_line_usage_error(e, "longer than max_time")
