@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpubench import matrix
+from hpubench.autosteps import AutoSteps
 from hpubench.cell import MODES, PRECISIONS, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import UsageError
@@ -85,7 +86,8 @@ def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reaso
             assert p.runnable, (p.cell.key, p.skip_reason)
         else:
             assert p.skip_reason and expected in p.skip_reason, (p.cell.key, p.skip_reason)
-    assert all(p.cell.warmup_steps == 3 and p.cell.steps == 20 for p in planned)
+    assert all(p.cell.warmup_steps == 3 and p.cell.steps is None for p in planned)  # --steps auto
+    assert {p.cell.auto_steps for p in planned} == {AutoSteps(min_time_s=0.2, max_time_s=1.0)}
 
 
 def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
@@ -102,7 +104,8 @@ def test_full_preset_counts_on_cpu_only_machine():
     assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2
     assert {p.cell.size for p in planned} == {"standard"}
     assert {p.cell.devices for p in planned} == {1, 2}
-    assert all(p.cell.warmup_steps == 5 and p.cell.steps == 50 for p in planned)
+    assert all(p.cell.warmup_steps == 5 and p.cell.steps is None for p in planned)
+    assert {p.cell.auto_steps for p in planned} == {AutoSteps()}
 
 
 def test_unknown_preset_lists_presets():
