@@ -31,7 +31,7 @@ class Cell:
     batch_size: int | None = None  # None: the workload's default for its size
     warmup_steps: int = 3
     steps: int | None = 20  # measured steps; None: ``--steps auto``, measured as ``auto_steps`` says
-    auto_steps: AutoSteps | None = None  # set exactly when steps is None (defaults: AutoSteps())
+    auto_steps: AutoSteps | None = None  # set exactly when steps is None (AutoSteps() unless given)
     options: tuple[tuple[str, str], ...] = field(default=())  # workload options, sorted (name, value)
     # Which device indices to use; None means the first ``devices``. Not part of the key: the same cell
     # on device 3 is still the same cell.
@@ -50,7 +50,8 @@ class Cell:
         if self.steps is None and self.auto_steps is None:
             object.__setattr__(self, "auto_steps", AutoSteps())
         if self.steps is not None and self.auto_steps is not None:
-            raise ValueError(f"auto_steps applies to steps=None (auto) only, got steps={self.steps}")
+            # A fixed count wins (``replace(cell, steps=50)`` of an auto cell is a fixed cell).
+            object.__setattr__(self, "auto_steps", None)
         if self.device_ids is not None:
             object.__setattr__(self, "device_ids", tuple(int(i) for i in self.device_ids))
             if len(self.device_ids) != self.devices:
