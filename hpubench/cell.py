@@ -2,13 +2,16 @@
 
 A Cell names *what* to run, never how it went. Its key is stable across machines and runs so the same
 cell can be matched between result sets (Gaudi vs Gaudi2, baseline vs current). The key deliberately
-leaves out step counts: measuring a cell longer must not make it a different cell.
+leaves out step counts and the ``--steps auto`` settings: measuring a cell longer must not make it a
+different cell.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from hpubench.autosteps import AutoSteps
 
 PRECISIONS: tuple[str, ...] = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "fp8")
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")
@@ -27,7 +30,8 @@ class Cell:
     graphs: bool = False
     batch_size: int | None = None  # None: the workload's default for its size
     warmup_steps: int = 3
-    steps: int = 20
+    steps: int | None = 20  # measured steps; None: ``--steps auto``, measured as ``auto_steps`` says
+    auto_steps: AutoSteps | None = None  # set exactly when steps is None (AutoSteps() unless given)
     options: tuple[tuple[str, str], ...] = field(default=())  # workload options, sorted (name, value)
     # Which device indices to use; None means the first ``devices``. Not part of the key: the same cell
     # on device 3 is still the same cell.
@@ -38,11 +42,16 @@ class Cell:
             raise ValueError(f"devices and nodes must be >= 1, got devices={self.devices} nodes={self.nodes}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.warmup_steps < 1 or self.steps < 2:
+        if self.warmup_steps < 1 or (self.steps is not None and self.steps < 2):
             raise ValueError(
-                "need warmup_steps >= 1 and steps >= 2, "
+                "need warmup_steps >= 1 and steps >= 2 (or None: auto), "
                 f"got warmup_steps={self.warmup_steps} steps={self.steps}"
             )
+        if self.steps is None and self.auto_steps is None:
+            object.__setattr__(self, "auto_steps", AutoSteps())
+        if self.steps is not None and self.auto_steps is not None:
+            # A fixed count wins (``replace(cell, steps=50)`` of an auto cell is a fixed cell).
+            object.__setattr__(self, "auto_steps", None)
         if self.device_ids is not None:
             object.__setattr__(self, "device_ids", tuple(int(i) for i in self.device_ids))
             if len(self.device_ids) != self.devices:
@@ -91,6 +100,8 @@ class Cell:
         kwargs = dict(data)
         opts = kwargs.get("options") or {}
         kwargs["options"] = tuple(opts.items()) if isinstance(opts, dict) else tuple(tuple(o) for o in opts)
+        if isinstance(kwargs.get("auto_steps"), dict):
+            kwargs["auto_steps"] = AutoSteps(**kwargs["auto_steps"])
         return cls(**kwargs)
 
 

@@ -67,7 +67,28 @@ PrecOpt = Annotated[
 ModeOpt = Annotated[list[str] | None, typer.Option("--mode", help="eager, lazy (HPU) or compile.")]
 GraphsOpt = Annotated[list[str] | None, typer.Option("--graphs", help="on/off: HPU graphs or CUDA graphs.")]
 BatchOpt = Annotated[list[str] | None, typer.Option("--batch-size", "-b", help="Per-device batch size(s).")]
-StepsOpt = Annotated[int | None, typer.Option("--steps", help="Measured steps per cell.")]
+StepsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--steps",
+        help="Measured steps per cell: a number (exact), or 'auto': measure in rounds until the throughput "
+        "interval's half-width is within --target-ci, between --min-steps/--min-time and --max-time.",
+    ),
+]
+TargetCiOpt = Annotated[
+    str | None,
+    typer.Option("--target-ci", help="--steps auto: interval half-width to reach, relative (default 2%)."),
+]
+MinStepsOpt = Annotated[
+    str | None, typer.Option("--min-steps", help="--steps auto: measured steps at least (default 10).")
+]
+MinTimeOpt = Annotated[
+    str | None, typer.Option("--min-time", help="--steps auto: seconds measured at least (default 0.5).")
+]
+MaxTimeOpt = Annotated[
+    str | None,
+    typer.Option("--max-time", help="--steps auto: seconds of measured steps per cell at most (default 30)."),
+]
 WarmOpt = Annotated[int | None, typer.Option("--warmup-steps", help="Warm-up steps per cell (excluded).")]
 FilesOpt = Annotated[
     list[Path] | None, typer.Option("--workloads-from", help="Python file(s) registering workloads.")
@@ -208,6 +229,7 @@ def _overrides(
     steps,
     warmup,
     options=None,
+    auto=None,
 ):
     from hpubench.cliparse import parse_dimensions
 
@@ -224,6 +246,7 @@ def _overrides(
         options=options or None,  # name=value pairs are not comma-split: values may hold commas
         steps=steps,
         warmup_steps=warmup,
+        auto=auto,
     )
 
 
@@ -250,6 +273,10 @@ def run(
     graphs: GraphsOpt = None,
     batch_size: BatchOpt = None,
     steps: StepsOpt = None,
+    target_ci: TargetCiOpt = None,
+    min_steps: MinStepsOpt = None,
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
     warmup_steps: WarmOpt = None,
     option: OptionOpt = None,
     repeat: Annotated[
@@ -331,6 +358,7 @@ def run(
             steps,
             warmup_steps,
             option,
+            auto={"target_ci": target_ci, "min_steps": min_steps, "min_time": min_time, "max_time": max_time},
         ),
     )
     node = api.resolve_cluster(
@@ -414,6 +442,10 @@ def profile_cmd(
     graphs: GraphsOpt = None,
     batch_size: BatchOpt = None,
     steps: StepsOpt = None,
+    target_ci: TargetCiOpt = None,
+    min_steps: MinStepsOpt = None,
+    min_time: MinTimeOpt = None,
+    max_time: MaxTimeOpt = None,
     warmup_steps: WarmOpt = None,
     option: OptionOpt = None,
     out: Annotated[
@@ -454,6 +486,10 @@ def profile_cmd(
         graphs=graphs,
         batch_size=batch_size,
         steps=steps,
+        target_ci=target_ci,
+        min_steps=min_steps,
+        min_time=min_time,
+        max_time=max_time,
         warmup_steps=warmup_steps,
         option=option,
         out=out or Path("results") / time.strftime("profile-%Y%m%d-%H%M%S"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hpubench.autosteps import AUTO, KNOBS, parse_knob, parse_steps
 from hpubench.cell import MODES, PRECISIONS, SIZES
 from hpubench.errors import UsageError
 
@@ -85,10 +86,14 @@ def parse_dimensions(
     graphs: list[str] | None = None,
     batch_size: list[str] | None = None,
     options: list[str] | None = None,
-    steps: int | None = None,
+    steps: str | int | None = None,
     warmup_steps: int | None = None,
+    auto: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Keyword arguments for ``matrix.spec_from_options``: only the dimensions the user gave."""
+    """Keyword arguments for ``matrix.spec_from_options``: only the dimensions the user gave.
+
+    ``steps`` is a count or "auto"; ``auto`` maps the auto knobs (``autosteps.KNOBS``) to their strings.
+    """
     out: dict[str, Any] = {}
     if workload:
         out["workload"] = workload
@@ -111,9 +116,23 @@ def parse_dimensions(
     if options:
         out["options"] = [_options(options)]
     if steps is not None:
-        if steps < 2:
-            raise UsageError(f"--steps must be at least 2 (a spread needs two samples), got {steps}")
-        out["steps"] = steps
+        try:
+            n = parse_steps(steps)
+        except ValueError as e:
+            raise UsageError(f"--steps {e}; e.g. --steps 50 or --steps auto") from None
+        out["steps"] = AUTO if n is None else n
+    knobs = {k: v for k, v in (auto or {}).items() if v is not None}
+    for name, value in knobs.items():
+        flag = "--" + name.replace("_", "-")
+        if name not in KNOBS:
+            raise UsageError(f"{flag} is not a setting of --steps auto; valid: {', '.join(KNOBS)}")
+        if out.get("steps", AUTO) != AUTO:
+            raise UsageError(f"{flag} applies to --steps auto only; drop it or give --steps auto")
+        try:
+            parsed = parse_knob(name, value)
+        except ValueError as e:
+            raise UsageError(f"{flag} {value}: {e}") from None
+        out.setdefault("auto", {})[name] = parsed
     if warmup_steps is not None:
         if warmup_steps < 1:
             raise UsageError(

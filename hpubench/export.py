@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hpubench.autosteps import AutoSteps
 from hpubench.compare import group_runs
 from hpubench.record import CellResult
 from hpubench.stats import pytest_benchmark_stats
@@ -94,6 +95,7 @@ def to_pytest_benchmark(records: Sequence[CellResult], meta: dict[str, Any] | No
         first = measured[0]
         m = first.metrics
         assert m is not None  # measured records have metrics
+        auto = first.cell.auto_steps or AutoSteps()
         times = [t for r in measured for t in r.step_times_s]
         stats = pytest_benchmark_stats(times)
         stats["data"] = times
@@ -122,9 +124,10 @@ def to_pytest_benchmark(records: Sequence[CellResult], meta: dict[str, Any] | No
                 "options": {
                     "disable_gc": False,
                     "timer": "perf_counter (device synchronised around each training step)",
-                    "min_rounds": first.cell.steps,
-                    "max_time": 0,
-                    "min_time": 0,
+                    # --steps auto maps onto pytest-benchmark's own knobs; fixed steps have none
+                    "min_rounds": first.cell.steps or auto.min_steps,
+                    "max_time": auto.max_time_s if first.cell.steps is None else 0,
+                    "min_time": auto.min_time_s if first.cell.steps is None else 0,
                     "warmup": m.warmup_steps,
                 },
                 "stats": stats,

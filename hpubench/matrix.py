@@ -70,6 +70,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hpubench.autosteps import AUTO, KNOBS, AutoSteps, parse_knob
 from hpubench.cell import MODES, PRECISIONS, Cell, PlannedCell
 from hpubench.cluster import multi_process_skip_reason
 from hpubench.errors import UsageError
@@ -92,7 +93,7 @@ DIMENSIONS: tuple[str, ...] = (
     "batch_size",
     "options",
 )
-SETTINGS: tuple[str, ...] = ("warmup_steps", "steps")
+SETTINGS: tuple[str, ...] = ("warmup_steps", "steps", *KNOBS)  # KNOBS: how steps = "auto" measures
 DEFAULT_WARMUP_STEPS = 3
 DEFAULT_STEPS = 20
 
@@ -208,11 +209,19 @@ def _values(key: str, raw: object) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _setting(key: str, raw: object) -> int:
+def _setting(key: str, raw: object) -> int | float | str:
+    if key in KNOBS:
+        try:
+            return parse_knob(key, raw)
+        except ValueError as e:
+            raise _BadValue(str(e)) from None
+    if key == "steps" and isinstance(raw, str) and raw.strip().lower() == AUTO:
+        return AUTO
     low = 1 if key == "warmup_steps" else 2
     why = "the first step is never measured" if key == "warmup_steps" else "a spread needs two samples"
     if not _is_int(raw):
-        raise _BadValue(f"{key} takes one whole number, e.g. {key} = {low + 2}")
+        also = ' or "auto"' if key == "steps" else ""
+        raise _BadValue(f"{key} takes one whole number{also}, e.g. {key} = {low + 2}")
     if raw < low:  # type: ignore[operator]
         raise _BadValue(f"{key} must be at least {low} ({why})")
     return int(raw)  # type: ignore[call-overload]
@@ -257,7 +266,11 @@ class Grid:
     batch_size: tuple[int | None, ...] = (None,)
     options: tuple[tuple[tuple[str, str], ...], ...] = ((),)  # option sets; () is "no options"
     warmup_steps: int = DEFAULT_WARMUP_STEPS
-    steps: int = DEFAULT_STEPS
+    steps: int | str = DEFAULT_STEPS  # or "auto": until the interval is narrow enough (the knobs below)
+    target_ci: float = AutoSteps.target_ci
+    min_steps: int = AutoSteps.min_steps
+    min_time: float = AutoSteps.min_time_s
+    max_time: float = AutoSteps.max_time_s
 
     def __post_init__(self) -> None:
         # Normalising here means a Grid built in code is checked exactly like one read from a file.
@@ -271,6 +284,20 @@ class Grid:
                 object.__setattr__(self, key, _setting(key, getattr(self, key)))
             except _BadValue as e:
                 raise UsageError(f"grid: {key} = {_show(getattr(self, key))}: {e}") from None
+        try:
+            self.auto_steps  # noqa: B018 (validates the knobs together: min_time <= max_time)
+        except ValueError as e:
+            raise UsageError(f"grid: {e}") from None
+
+    @property
+    def auto_steps(self) -> AutoSteps:
+        return AutoSteps(self.target_ci, self.min_steps, self.min_time, self.max_time)
+
+    def cell_steps(self) -> dict[str, Any]:
+        """The Cell's ``steps`` and ``auto_steps`` for this grid."""
+        if self.steps == AUTO:
+            return {"steps": None, "auto_steps": self.auto_steps}
+        return {"steps": self.steps}
 
     def combinations(self) -> int:
         """The number of value combinations before "all"/"auto" are resolved and rules applied."""
@@ -324,9 +351,17 @@ def _exclude(ex: Mapping[str, object]) -> dict[str, object]:
 
 
 def _smoke() -> MatrixSpec:
-    # 3 warm-up + 20 measured steps: enough samples for a p90 and a bootstrap CI that means something,
-    # while a tiny cell still finishes in seconds, so the whole preset takes minutes on 2 CPU cores.
-    common: dict[str, Any] = {"size": ("tiny",), "accelerator": ("auto",), "warmup_steps": 3, "steps": 20}
+    # 3 warm-up steps, then --steps auto bounded for a quick check: at least 10 steps and 0.2 s, at most
+    # 1 s of measured steps per cell (11 cells run on a CPU-only machine, so at most ~11 s of measuring;
+    # the rest of the preset's time is process start, model set-up and compilation).
+    common: dict[str, Any] = {
+        "size": ("tiny",),
+        "accelerator": ("auto",),
+        "warmup_steps": 3,
+        "steps": "auto",
+        "min_time": 0.2,
+        "max_time": 1.0,
+    }
     return MatrixSpec(
         name="smoke",
         grids=(
@@ -362,7 +397,7 @@ def _full() -> MatrixSpec:
                 mode=MODES,
                 graphs=(False, True),
                 warmup_steps=5,
-                steps=50,
+                steps="auto",  # the default knobs: 2% target, 10 steps and 0.5 s at least, 30 s at most
             ),
         ),
     )
@@ -497,7 +532,8 @@ def spec_from_options(
     batch_size: Sequence[int | None] | None = None,
     options: Sequence[Mapping[str, object]] | None = None,
     warmup_steps: int | None = None,
-    steps: int | None = None,
+    steps: int | str | None = None,
+    auto: Mapping[str, object] | None = None,
 ) -> MatrixSpec:
     """A matrix from command-line flags: each given dimension replaces that dimension in every grid.
 
@@ -518,6 +554,7 @@ def spec_from_options(
         "options": options,
         "warmup_steps": warmup_steps,
         "steps": steps,
+        **{k: (auto or {}).get(k) for k in KNOBS},
     }
     kwargs: dict[str, Any] = {}
     for key, raw in given.items():
@@ -528,14 +565,16 @@ def spec_from_options(
             kwargs[key] = _setting(key, raw) if key in SETTINGS else _values(key, raw)
         except _BadValue as e:
             raise UsageError(f"{flag} {_show(raw)}: {e}") from None
+    grids = [Grid(**kwargs)] if base is None else _override(base.grids, kwargs)
+    knobs = [k for k in KNOBS if k in kwargs]
+    if knobs and all(g.steps != AUTO for g in grids):
+        raise UsageError(f"--{knobs[0].replace('_', '-')} applies to --steps auto only; add --steps auto")
     if base is None:
-        return MatrixSpec(grids=(Grid(**kwargs),), name="cli")
+        return MatrixSpec(grids=tuple(grids), name="cli")
     if not kwargs:
         return base
     label = ",".join(f"{k}={_show_label(k, v)}" for k, v in kwargs.items())
-    return MatrixSpec(
-        grids=tuple(_override(base.grids, kwargs)), exclude=base.exclude, name=f"{base.name}[{label}]"
-    )
+    return MatrixSpec(grids=tuple(grids), exclude=base.exclude, name=f"{base.name}[{label}]")
 
 
 # ---- expansion --------------------------------------------------------------------------------------
@@ -695,7 +734,7 @@ def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequenc
                 graphs=graphs,
                 batch_size=bs,
                 warmup_steps=g.warmup_steps,
-                steps=g.steps,
+                **g.cell_steps(),
                 options=opts,
                 device_ids=ids,
             )

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from hpubench.stopping import StopCondition, fixed_steps
+
 TIMING_METHOD = (
     "time.perf_counter around each step, device synchronised before and after; "
     "warm-up steps (first step includes compile/graph capture) timed separately and excluded"
@@ -25,6 +27,7 @@ class StepTimes:
     measured_s: tuple[float, ...]
     loss_first: float
     loss_last: float
+    stop_reason: str = ""  # why the measured steps ended (runtime["steps_stop"])
 
 
 class NonFiniteLoss(RuntimeError):
@@ -36,13 +39,16 @@ def measure_steps(
     batches: Sequence[tuple[torch.Tensor, ...]],
     synchronize: Callable[[], None],
     warmup_steps: int,
-    steps: int,
+    steps: int | StopCondition,
     on_warmup_done: Callable[[], None] | None = None,
     on_step: Callable[[str, int], None] | None = None,
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
+
+    ``steps`` is a count, or a stop condition (``hpubench.stopping``) asked after every measured step,
+    outside the timed bracket, with the step times so far and the seconds since the measured phase began.
 
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
@@ -63,10 +69,14 @@ def measure_steps(
             on_step("warmup", i)
     if on_warmup_done is not None:
         on_warmup_done()
+    stop = fixed_steps(steps) if isinstance(steps, int) else steps
     synchronize()
     if on_measured_start is not None:
         on_measured_start()
-    for i in range(steps):
+    start = time.perf_counter()
+    i = 0
+    reason = None
+    while reason is None:
         t0 = time.perf_counter()
         loss = step(batches[(warmup_steps + i) % len(batches)])
         synchronize()
@@ -74,6 +84,8 @@ def measure_steps(
         losses.append(loss.detach().clone())  # the step may reuse its output buffer (graph replay)
         if on_step is not None:
             on_step("measured", i)
+        i += 1
+        reason = stop(measured, time.perf_counter() - start)
     if on_measured_end is not None:
         on_measured_end()
     values = [float(x) for x in losses]
@@ -81,4 +93,4 @@ def measure_steps(
     if not math.isfinite(loss_first) or bad is not None:
         where = "the first step" if not math.isfinite(loss_first) else f"measured step {bad}"
         raise NonFiniteLoss(f"loss became non-finite at {where} (precision or learning-rate problem)")
-    return StepTimes(tuple(warmup), tuple(measured), loss_first, values[-1])
+    return StepTimes(tuple(warmup), tuple(measured), loss_first, values[-1], reason)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hpubench.core.compilecount import CompileWindow
 from hpubench.devicestats import MemoryTimeline
 from hpubench.loader import LoaderSplit, run_loader_pass
 from hpubench.profile import ProfileResult, failed_profile, profile_steps, trace_relpath
@@ -39,10 +40,13 @@ class Observation:
         self.options = options
         self.samples_per_step = samples_per_step
         self.world_size = world_size
-        self.timeline = MemoryTimeline(acc.memory_stats, options.memory_every, cell.steps)
+        # Under --steps auto the last measured step is not known ahead, so it gets no sample of its own
+        # (the memory snapshot after the measured steps still covers it).
+        self.timeline = MemoryTimeline(acc.memory_stats, options.memory_every, cell.steps or 0)
         self.monitor = (
             Monitor(acc.name, acc.index, options.telemetry_interval_s) if options.telemetry else None
         )
+        self.compiles = CompileWindow(acc.compile_counters())  # steady-state proof, on every cell
         self.loader: LoaderSplit | None = None
         self.profile: ProfileResult | None = None
         self.telemetry: TelemetryResult | None = None
@@ -53,9 +57,12 @@ class Observation:
         hooks: dict[str, Callable[..., None]] = {}
         if self.timeline.enabled:
             hooks["on_step"] = self.timeline.on_step
+        starts, ends = [self.compiles.start], [self.compiles.stop]
         if self.monitor is not None:
-            hooks["on_measured_start"] = self.monitor.start
-            hooks["on_measured_end"] = self.monitor.stop
+            starts.append(self.monitor.start)
+            ends.insert(0, self.monitor.stop)
+        hooks["on_measured_start"] = _chain(starts)
+        hooks["on_measured_end"] = _chain(ends)
         return hooks
 
     def after_measured(
@@ -65,14 +72,22 @@ class Observation:
         host_batches: Callable[[], Iterator[Batch]],
         plain_step_mean_s: float,
         runtime: dict[str, Any],
+        measured_steps: int | None = None,
     ) -> None:
-        """The telemetry summary, then the loader pass and the profile pass (each only when asked for)."""
+        """The telemetry summary, then the loader pass and the profile pass (each only when asked for).
+
+        ``measured_steps``: how many plain steps ran (the cell's count unless ``--steps auto`` chose it).
+        """
         opts = self.options
+        steps = measured_steps if measured_steps is not None else self.cell.steps or 0
+        compiles = self.compiles.result()
+        if compiles is not None:
+            runtime.update(compiles.runtime_fields())
         if self.monitor is not None:
             self.monitor.stop()
             # A source measures this process's device only, so per-sample energy uses its share.
             per_device = max(1, self.samples_per_step // max(1, self.world_size))
-            self.telemetry = self.monitor.result(self.cell.steps, per_device, opts.energy_price_per_kwh)
+            self.telemetry = self.monitor.result(steps, per_device, opts.energy_price_per_kwh)
             if self.world_size > 1 and self.telemetry.source is not None:
                 self.telemetry = replace(
                     self.telemetry,
@@ -86,9 +101,7 @@ class Observation:
         feed: Iterator[Batch] | None = None
         if opts.loader == "host":
             feed = host_batches()
-            self.loader = run_loader_pass(
-                step, feed, self.acc.synchronize, self.cell.steps, self.samples_per_step
-            )
+            self.loader = run_loader_pass(step, feed, self.acc.synchronize, steps, self.samples_per_step)
         if opts.profile is not None:
             source = feed if feed is not None else itertools.cycle(batches)
             rel = opts.trace_relpath or trace_relpath(self.cell.key)
@@ -119,3 +132,13 @@ class Observation:
     def close(self) -> None:
         if self.monitor is not None:
             self.monitor.close()
+
+
+def _chain(calls: Sequence[Callable[[], None]]) -> Callable[[], None]:
+    """One hook running several, in order (the measured window has several observers)."""
+
+    def run() -> None:
+        for call in calls:
+            call()
+
+    return run

@@ -95,6 +95,7 @@ def _run(
     from hpubench.measure import TIMING_METHOD, measure_steps
     from hpubench.metrics import build_metrics
     from hpubench.observe import Observation
+    from hpubench.stopping import AutoStop
     from workloads.flops import count_flops
 
     acc_cls = accelerators.get(cell.accelerator)
@@ -185,13 +186,18 @@ def _run(
         acc.reset_peak_memory_stats()
         strategy.barrier()  # every rank starts its measured steps together
 
+    # --steps auto: in a distributed cell every rank adopts rank 0's decision, taken at round ends.
+    auto = None
+    if cell.auto_steps is not None:
+        agree = (lambda reason: strategy.gather(reason)[0]) if strategy.world_size > 1 else None
+        auto = AutoStop(cell.auto_steps, agree)
     try:
         times = measure_steps(
             step,
             batches,
             acc.synchronize,
             cell.warmup_steps,
-            cell.steps,
+            auto if auto is not None else cell.steps,
             on_warmup_done=warmup_done,
             **meter.hooks(observation.measure_hooks()),
         )
@@ -211,11 +217,19 @@ def _run(
             ),
             sum(times.measured_s) / len(times.measured_s),
             runtime,
+            measured_steps=len(times.measured_s),
         )
     finally:
         observation.close()
+    runtime["steps_stop"] = times.stop_reason
+    if auto is not None:
+        runtime["steps_auto"] = auto.summary(times.measured_s)
     if strategy.world_size > 1:
         times, memory = _merge_ranks(strategy, acc, times, memory, runtime)
+        # A compile on any rank slowed the synchronised steps of all: the cell's count is the largest.
+        counts = [c for c in strategy.gather(runtime.get("compiles_measured")) if c is not None]
+        if counts:
+            runtime["compiles_measured"] = max(counts)
         if os.environ.get(strategies.REPLICA_CHECK_ENV) == "1":
 
             def loss_of(net: torch.nn.Module) -> torch.Tensor:

@@ -16,10 +16,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from hpubench.autosteps import AutoSteps
 from hpubench.cell import Cell, PlannedCell
 from hpubench.conditions import plan_threads, thread_policy
 from hpubench.core.strategies import REPLICA_CHECK_ENV
 from hpubench.launch import Launcher
+from hpubench.stopping import next_check
 from hpubench.store import ResultStore
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -128,3 +130,21 @@ def test_two_hpu_devices_form_an_hccl_group_on_the_double(tmp_path: Path) -> Non
         "hccl.create_backend\trank=0 world_size=2 (gloo underneath)",
         "hccl.create_backend\trank=1 world_size=2 (gloo underneath)",
     ]
+
+
+@pytest.mark.slow
+def test_steps_auto_stops_every_rank_at_the_same_round_end(tmp_path: Path) -> None:
+    rule = AutoSteps(target_ci=0.5, min_steps=6, min_time_s=0.0, max_time_s=2.0)
+    cell = Cell("mlp", devices=2, warmup_steps=2, steps=None, auto_steps=rule)
+    result, _store = _run(tmp_path, cell, _env())
+    assert result.status == "ok", (result.reason, result.traceback_tail)
+    n = len(result.step_times_s)
+    ranks = result.runtime["distributed"]["ranks"]
+    assert [len(r["step_times_s"]) for r in ranks] == [n, n]  # rank 0's decision, adopted by rank 1
+    ends, k = set(), 0
+    while k < n:
+        k = next_check(k, rule)
+        ends.add(k)
+    assert n in ends  # a distributed cell decides at round ends only
+    assert result.runtime["steps_stop"].startswith(("target:", "max-time:")), result.runtime["steps_stop"]
+    assert result.runtime["compiles_measured"] == 0

@@ -467,3 +467,89 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
     assert lines[0] == ["core.import", "PT_HPU_LAZY_MODE=None lazy=True"]
     order = [n for n, _ in lines if n in ("test.backward", "core.mark_step", "test.optimizer_step")]
     assert order == STEP_ORDER * 2
+
+
+# ---- metrics: graph compilations (hpu-api.md C7) ----------------------------------------------------------
+def test_metrics_api_shape_and_unknown_names(load: Load) -> None:
+    load(lazy_mode="1")
+    from habana_frameworks.torch.hpu.metrics import MetricNotFound, metric_global, metric_localcontext
+
+    gc = metric_global("graph_compilation")
+    assert gc is not None and gc.name() == "graph_compilation"
+    assert [tag for tag, _ in gc.stats()] == ["TotalNumber", "TotalTime", "AvgTime"]
+    assert metric_global("cpu_fallback") is not None
+    assert metric_global("recipe_cache") is None  # only with PT_HPU_ENABLE_CACHE_METRICS
+    assert metric_global("no_such_metric") is None
+    with pytest.raises(MetricNotFound), metric_localcontext("no_such_metric"):
+        pass
+
+
+def test_lazy_graphs_compile_once_per_input_shape_and_only_count_after_the_metric_exists(load: Load) -> None:
+    core = load(lazy_mode="1")
+    model = nn.Linear(4, 2)
+
+    def step(rows: int) -> None:
+        model(torch.randn(rows, 4)).sum().backward()
+        core.mark_step()
+
+    step(3)  # compiled before the metrics module exists: the global metric never sees it
+    from habana_frameworks.torch.hpu.metrics import metric_global, metric_localcontext
+
+    gc = metric_global("graph_compilation")
+    step(3)
+    assert dict(gc.stats())["TotalNumber"] == 0  # same shape: the cached graph runs
+    with metric_localcontext("graph_compilation") as local:
+        step(5)  # a new shape compiles a new graph
+        step(5)
+    assert dict(local.stats())["TotalNumber"] == 1
+    step(7)
+    assert dict(gc.stats())["TotalNumber"] == 2
+    assert dict(local.stats())["TotalNumber"] == 1  # stopped at the end of its block
+
+
+def test_eager_mode_has_no_lazy_graphs_but_hpu_backend_compiles_count(load: Load) -> None:
+    core = load(lazy_mode="0")
+    from habana_frameworks.torch.hpu.metrics import metric_global
+
+    gc = metric_global("graph_compilation")
+    model = nn.Linear(4, 2)
+    model(torch.randn(3, 4)).sum().backward()
+    core.mark_step()
+    assert dict(gc.stats())["TotalNumber"] == 0
+    compiled = torch.compile(model, backend="hpu_backend")
+    try:
+        compiled(torch.randn(3, 4))
+        compiled(torch.randn(3, 4))
+    finally:
+        torch._dynamo.reset()
+    assert dict(gc.stats())["TotalNumber"] == 1
+
+
+def test_module_cacher_captures_count_as_compilations(load: Load) -> None:
+    load(lazy_mode="1")
+    from habana_frameworks.torch import hpu
+    from habana_frameworks.torch.hpu.metrics import metric_localcontext
+
+    model = hpu.ModuleCacher(max_graphs=10)(model=nn.Linear(4, 2), inplace=True)
+    with metric_localcontext("graph_compilation") as local:
+        model(torch.randn(3, 4))  # capture (and the forward's shapes, for the lazy graph at mark_step)
+        model(torch.randn(3, 4))  # replay
+    assert dict(local.stats())["TotalNumber"] == 1
+
+
+def test_accelerator_counts_bridge_compilations_in_a_window(load: Load) -> None:
+    core = load(lazy_mode="1")
+    from hpubench.core.compilecount import CompileWindow
+
+    window = CompileWindow(HPUAccelerator(0).compile_counters())
+    model = nn.Linear(4, 2)
+    window.start()
+    for rows in (3, 3, 5):
+        model(torch.randn(rows, 4)).sum().backward()
+        core.mark_step()
+    window.stop()
+    result = window.result()
+    assert result is not None
+    assert result.detail["hpu_graph_compilations"] == 2
+    assert result.compiles == 2
+    assert 'metric_global("graph_compilation")' in result.counter

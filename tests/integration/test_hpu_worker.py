@@ -18,6 +18,7 @@ import pytest
 from hpudata import HPU_MEMORY_KEYS
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
+SHAPES = Path(__file__).resolve().parents[1] / "plugins" / "shapes.py"
 
 DRIVER = textwrap.dedent(
     """
@@ -40,6 +41,9 @@ DRIVER = textwrap.dedent(
             record("optimizer.step")
             return out
         cls.step = logged_step
+    if len(sys.argv) > 2:  # a --workloads-from file
+        import runpy
+        runpy.run_path(sys.argv[2])
     cell = Cell.from_dict(json.loads(sys.argv[1]))
     print(json.dumps(run_cell(cell).to_dict()))
     """
@@ -47,7 +51,7 @@ DRIVER = textwrap.dedent(
 
 
 def run_on_double(
-    tmp_path: Path, cell: dict, lazy: str | None, name: str = "GAUDI2"
+    tmp_path: Path, cell: dict, lazy: str | None, name: str = "GAUDI2", plugin: Path | None = None
 ) -> tuple[dict, list[str]]:
     log = tmp_path / "calls.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PT_HPU", "HPUBENCH_FAKE"))}
@@ -55,7 +59,11 @@ def run_on_double(
     if lazy is not None:
         env["PT_HPU_LAZY_MODE"] = lazy
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, json.dumps(cell)], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-c", DRIVER, json.dumps(cell), *([str(plugin)] if plugin else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     record = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -121,3 +129,53 @@ def test_fp8_runs_through_transformer_engine_on_gaudi2_only(tmp_path, name, stat
         assert "fp8_autocast" in calls
     else:
         assert "first-gen" in rec["reason"].lower() or "gaudi2" in rec["reason"].lower()
+
+
+# ---- steady state: the bridge's graph compilations around the measured steps ------------------------------
+@pytest.mark.parametrize(
+    ("workload", "mode", "lazy", "graphs"),
+    [
+        ("shapeshift", "lazy", "1", False),
+        ("shapeshift", "lazy", "1", True),
+        ("shapeshift", "compile", "0", False),
+    ],
+)
+def test_a_shape_change_in_the_measured_steps_is_a_bridge_compilation(tmp_path, workload, mode, lazy, graphs):
+    cell = {
+        "workload": workload,
+        "accelerator": "hpu",
+        "mode": mode,
+        "graphs": graphs,
+        "warmup_steps": 3,
+        "steps": 4,
+    }
+    rec, _calls = run_on_double(tmp_path, cell, lazy=lazy, plugin=SHAPES)
+    assert rec["status"] == "ok", rec
+    runtime = rec["runtime"]
+    assert 'metric_global("graph_compilation")' in runtime["compile_counter"]
+    assert runtime["compile_detail"]["hpu_graph_compilations"] >= 1
+    assert runtime["compiles_measured"] >= 1
+    assert "compile_counter_errors" not in runtime
+
+
+@pytest.mark.parametrize(
+    ("mode", "lazy", "graphs"), [("lazy", "1", False), ("lazy", "1", True), ("compile", "0", False)]
+)
+def test_a_fixed_shape_compiles_nothing_in_the_measured_steps(tmp_path, mode, lazy, graphs):
+    cell = {
+        "workload": "shapefixed",
+        "accelerator": "hpu",
+        "mode": mode,
+        "graphs": graphs,
+        "warmup_steps": 3,
+        "steps": 4,
+    }
+    rec, calls = run_on_double(tmp_path, cell, lazy=lazy, plugin=SHAPES)
+    assert rec["status"] == "ok", rec
+    assert rec["runtime"]["compile_detail"] == {
+        "dynamo_frames": 0,
+        "dynamo_graphs": 0,
+        "hpu_graph_compilations": 0,
+    }
+    assert rec["runtime"]["compiles_measured"] == 0
+    assert "graph_compilation" in calls  # the warm-up compiled: the counter did see the graph path run

@@ -1,5 +1,8 @@
+from dataclasses import replace
+
 import pytest
 
+from hpubench.autosteps import AutoSteps
 from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
 from hpubench.record import CellResult, Metrics
@@ -88,3 +91,14 @@ def test_record_refuses_other_schema_versions():
     d["schema"] = 99
     with pytest.raises(ValueError, match="schema"):
         CellResult.from_dict(d)
+
+
+def test_auto_steps_cells_share_the_key_and_round_trip():
+    auto = Cell("mlp", steps=None, auto_steps=AutoSteps(target_ci=0.05, max_time_s=3))
+    assert Cell("mlp", steps=None).auto_steps == AutoSteps()  # auto with the defaults
+    assert auto.key == Cell("mlp", steps=50).key
+    assert Cell.from_dict(auto.to_dict()) == auto
+    assert replace(auto, steps=50) == Cell("mlp", steps=50)  # a fixed count drops the auto settings
+    old = Cell("mlp").to_dict()
+    del old["auto_steps"]  # a record written before --steps auto existed
+    assert Cell.from_dict(old) == Cell("mlp")

@@ -38,6 +38,11 @@ def test_only_given_dimensions_are_returned():
         ({"size": ["huge"]}, "--size"),
         ({"graphs": ["maybe"]}, "--graphs"),
         ({"steps": 1}, "--steps"),
+        ({"steps": "foo"}, "--steps takes a whole number >= 2 or 'auto'"),
+        ({"steps": "auto", "auto": {"target_ci": "0"}}, "--target-ci 0: target_ci must be"),
+        ({"steps": "auto", "auto": {"max_time": "-1"}}, "--max-time -1: max_time must be positive"),
+        ({"steps": "auto", "auto": {"min_steps": "x"}}, "--min-steps x: takes a number"),
+        ({"steps": "20", "auto": {"max_time": "3"}}, "--max-time applies to --steps auto only"),
         ({"warmup_steps": 0}, "--warmup-steps"),
     ],
 )
@@ -46,3 +51,11 @@ def test_bad_values_give_one_line(kwargs, fragment):
         parse_dimensions(**kwargs)
     assert fragment in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_steps_auto_and_its_knobs():
+    out = parse_dimensions(steps="auto", auto={"target_ci": "5%", "max_time": "3", "min_time": None})
+    assert out == {"steps": "auto", "auto": {"target_ci": pytest.approx(0.05), "max_time": 3.0}}
+    assert parse_dimensions(steps="25") == {"steps": 25}
+    # knobs alone are kept: a preset or matrix file may measure with steps = "auto"
+    assert parse_dimensions(auto={"min_steps": "20"}) == {"auto": {"min_steps": 20}}

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpubench import matrix
+from hpubench.autosteps import AutoSteps
 from hpubench.cell import MODES, PRECISIONS, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import UsageError
@@ -85,7 +86,8 @@ def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reaso
             assert p.runnable, (p.cell.key, p.skip_reason)
         else:
             assert p.skip_reason and expected in p.skip_reason, (p.cell.key, p.skip_reason)
-    assert all(p.cell.warmup_steps == 3 and p.cell.steps == 20 for p in planned)
+    assert all(p.cell.warmup_steps == 3 and p.cell.steps is None for p in planned)  # --steps auto
+    assert {p.cell.auto_steps for p in planned} == {AutoSteps(min_time_s=0.2, max_time_s=1.0)}
 
 
 def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
@@ -102,7 +104,8 @@ def test_full_preset_counts_on_cpu_only_machine():
     assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2
     assert {p.cell.size for p in planned} == {"standard"}
     assert {p.cell.devices for p in planned} == {1, 2}
-    assert all(p.cell.warmup_steps == 5 and p.cell.steps == 50 for p in planned)
+    assert all(p.cell.warmup_steps == 5 and p.cell.steps is None for p in planned)
+    assert {p.cell.auto_steps for p in planned} == {AutoSteps()}
 
 
 def test_unknown_preset_lists_presets():
@@ -535,6 +538,10 @@ BAD_FILES = [
     ('[[exclude]]\naccelerator = "auto"\n', "[[exclude]] #1", "concrete"),
     ('preset = "nightly"\n', "unknown preset", "smoke, full"),
     ("name = 3\n", "name = 3", "string"),
+    ('steps = "soon"\n', 'steps = "soon"', 'or "auto"'),
+    ('steps = "auto"\ntarget_ci = 0\n', "target_ci = 0", "between 0 and 1"),
+    ('steps = "auto"\nmax_time = -1\n', "max_time = -1", "positive seconds"),
+    ('steps = "auto"\nmin_steps = 2\n', "min_steps = 2", ">= 3"),
 ]
 
 
@@ -613,3 +620,45 @@ def test_matrix_stays_pure():
 def test_product_helper_matches_itertools():
     g = Grid(workload=("mlp", "gpt"), precision=PRECISIONS, graphs=(False, True))
     assert g.combinations() == len(list(itertools.product(g.workload, g.precision, g.graphs)))
+
+
+# ---- steps = "auto" ---------------------------------------------------------------------------------------
+def test_auto_steps_from_a_matrix_file_reach_the_cells(tmp_path):
+    p = write(
+        tmp_path,
+        """
+        workload = "mlp"
+        steps = "auto"
+        target_ci = "5%"
+        max_time = 4
+        [[grid]]
+        [[grid]]
+        workload = "gpt"
+        steps = 12
+        """,
+    )
+    planned = expand(load_matrix_file(p), CPU2, CATALOG)
+    by_workload = {pc.cell.workload: pc.cell for pc in planned}
+    mlp, gpt = by_workload["mlp"], by_workload["gpt"]
+    assert mlp.steps is None
+    assert (mlp.auto_steps.target_ci, mlp.auto_steps.max_time_s, mlp.auto_steps.min_steps) == (0.05, 4.0, 10)
+    assert (gpt.steps, gpt.auto_steps) == (12, None)
+    assert mlp.key == "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"  # steps never enter the key
+
+
+def test_auto_knobs_on_the_command_line_replace_only_themselves():
+    base = spec_from_options(workload=["mlp"], steps="auto", auto={"max_time": 2.0, "min_time": 0.1})
+    longer = spec_from_options(base, auto={"max_time": 9.0})
+    [pc] = one(longer)
+    assert (pc.cell.auto_steps.max_time_s, pc.cell.auto_steps.min_time_s) == (9.0, 0.1)
+    [fixed] = one(spec_from_options(base, steps=7))
+    assert (fixed.cell.steps, fixed.cell.auto_steps) == (7, None)
+
+
+def test_auto_knobs_without_auto_steps_are_refused():
+    with pytest.raises(UsageError) as e:
+        spec_from_options(workload=["mlp"], auto={"target_ci": 0.05})
+    assert_one_line_usage_error(e, "--target-ci applies to --steps auto only")
+    with pytest.raises(UsageError) as e:
+        spec_from_options(workload=["mlp"], steps="auto", auto={"min_time": 5.0, "max_time": 1.0})
+    assert_one_line_usage_error(e, "longer than max_time")

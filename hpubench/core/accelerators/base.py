@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from hpubench.cell import Cell
 from hpubench.conditions import plan_threads
+from hpubench.core.compilecount import CompileCounter, DynamoCounter
 from hpubench.core.memory import MemoryStats
 
 if TYPE_CHECKING:
@@ -127,6 +128,13 @@ class Accelerator(ABC):
     def compile_options(self, graphs: bool) -> dict[str, Any]:
         """Keyword arguments for ``torch.compile`` in compile mode (graphs: capture inside compile)."""
         return {"backend": self.compile_backend()}
+
+    def compile_counters(self) -> list[CompileCounter]:
+        """Sources of compile events on this device, read around the measured steps (steady-state proof).
+
+        torch.compile's counters on every device; subclasses add their graph captures and compilers.
+        """
+        return [DynamoCounter()]
 
     def graphed_step(
         self,

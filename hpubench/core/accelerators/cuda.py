@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from hpubench.cell import Cell
 from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.compilecount import CompileCounter, EventCounter
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import CellSkipped
 
@@ -25,6 +26,12 @@ class CUDAAccelerator(Accelerator):
     autocast_device_type = "cuda"
     auto_priority = 10
     graph_capture_name = "CUDA graphs"
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self._captures = EventCounter(
+            "CUDA graph captures by hpubench (torch.cuda.graph)", "cuda_graph_captures"
+        )
 
     @classmethod
     def skip_reason(cls, cell: Cell, device_name: str) -> str | None:
@@ -108,6 +115,10 @@ class CUDAAccelerator(Accelerator):
         # Inductor's "reduce-overhead" mode is its CUDA-graph mode: capture is done by the compiler.
         return {"backend": "inductor", "mode": "reduce-overhead"} if graphs else {"backend": "inductor"}
 
+    def compile_counters(self) -> list[CompileCounter]:
+        """Dynamo's counters (inductor's reduce-overhead captures follow its compiles) and our captures."""
+        return [*super().compile_counters(), self._captures]
+
     def graphed_step(
         self,
         make_step: Callable[[torch.nn.Module], StepFn],
@@ -132,6 +143,7 @@ class CUDAAccelerator(Accelerator):
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_loss = step(static)
+        self._captures.add()
 
         def replay(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
             for dst, src in zip(static, batch, strict=True):

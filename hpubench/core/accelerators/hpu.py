@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hpubench.cell import Cell
 from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.compilecount import CompileCounter, Unavailable
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import CellSkipped, UsageError
 
@@ -35,6 +36,28 @@ ENV_FLAG_PREFIXES: tuple[str, ...] = ("PT_HPU_", "HABANA_", "HLS_")
 MODULE_CACHER_MAX_GRAPHS = 10
 # The FP8 GEMMs want both matrix dimensions aligned to 16; other layers stay in higher precision.
 FP8_ALIGNMENT = 16
+
+
+class BridgeGraphCompilations(CompileCounter):
+    """The bridge's own count of graph compilations: ``metric_global("graph_compilation")`` TotalNumber.
+
+    Contract C7: a lazy-mode input shape change compiles a new graph and increments it; HPU graph
+    captures and ``hpu_backend`` compiles go through the same graph compiler. The global metric counts
+    from its creation (when the metrics module is imported), which ``__init__`` does, before the warm-up.
+    """
+
+    name = 'HPU bridge metric_global("graph_compilation") TotalNumber'
+
+    def __init__(self) -> None:
+        from habana_frameworks.torch.hpu.metrics import metric_global
+
+        metric = metric_global("graph_compilation")
+        if metric is None:
+            raise RuntimeError('the bridge has no "graph_compilation" metric')
+        self._metric = metric
+
+    def snapshot(self) -> dict[str, int]:
+        return {"hpu_graph_compilations": int(dict(self._metric.stats())["TotalNumber"])}
 
 
 def gaudi_generation(device_name: str) -> int | None:
@@ -272,6 +295,17 @@ class HPUAccelerator(Accelerator):
 
     def compile_backend(self) -> str:
         return "hpu_backend"
+
+    def compile_counters(self) -> list[CompileCounter]:
+        """Dynamo's counters (compile mode) and the bridge's graph compilations (every mode).
+
+        A bridge without the metrics API leaves only dynamo's counters, and the record says why.
+        """
+        try:
+            bridge: CompileCounter = BridgeGraphCompilations()
+        except (ImportError, RuntimeError) as exc:
+            bridge = Unavailable(BridgeGraphCompilations.name, f"not counted: {type(exc).__name__}: {exc}")
+        return [*super().compile_counters(), bridge]
 
     def graphed_step(
         self,

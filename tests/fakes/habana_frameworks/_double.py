@@ -104,6 +104,51 @@ class _Memory:
 MEMORY = _Memory()
 
 
+# ---- events the bridge's metrics count (hpu.metrics) ------------------------------------------------------
+# kind -> callbacks of the metrics subscribed now; a metric sees only the events after it subscribed.
+_SUBSCRIBERS: dict[str, list[Any]] = {}
+
+
+def subscribe(kind: str, callback: Any) -> None:
+    _SUBSCRIBERS.setdefault(kind, []).append(callback)
+
+
+def unsubscribe(kind: str, callback: Any) -> None:
+    if callback in _SUBSCRIBERS.get(kind, []):
+        _SUBSCRIBERS[kind].remove(callback)
+
+
+def emit_graph_compilation(recipe: str, duration_us: int = 0) -> None:
+    """One graph compiled (hpu-api.md C7): what every graph path of the double calls."""
+    record("graph_compilation", recipe)
+    for callback in list(_SUBSCRIBERS.get("graph_compilation", [])):
+        callback({"duration": duration_us, "recipe": recipe})
+
+
+class LazyGraphs:
+    """Lazy mode's graph cache, modelled on what the double can see: the input shapes of every module call
+    since the last ``mark_step``. ``mark_step`` compiles the accumulated graph when that signature is new
+    (C7: an input shape change compiles a new graph), and runs the cached one otherwise."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Any, ...]] = []
+        self.seen: set[tuple[Any, ...]] = set()
+
+    def note_call(self, module: Any, args: tuple[Any, ...]) -> None:
+        shapes = tuple(tuple(a.shape) for a in args if hasattr(a, "shape"))
+        self.pending.append((type(module).__name__, shapes))
+
+    def mark_step(self) -> None:
+        signature = tuple(self.pending)
+        self.pending.clear()
+        if signature not in self.seen:
+            self.seen.add(signature)
+            emit_graph_compilation(f"lazy_graph_{len(self.seen)}")
+
+
+LAZY_GRAPHS = LazyGraphs()
+
+
 # ---- torch.compile(backend="hpu_backend") ------------------------------------------------------------------
 COMPILE_BACKEND = "hpu_backend"
 _DYNAMO = "torch._dynamo"
@@ -112,6 +157,7 @@ _DYNAMO = "torch._dynamo"
 def hpu_backend(gm: Any, example_inputs: list[Any]) -> Any:
     """Runs the graph dynamo captured as it is: the double has no graph compiler."""
     record("dynamo.hpu_backend", f"nodes={len(gm.graph.nodes)}")
+    emit_graph_compilation(f"hpu_backend_{len(gm.graph.nodes)}_nodes")
     return gm.forward
 
 

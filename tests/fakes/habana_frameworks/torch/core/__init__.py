@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from habana_frameworks._double import CALLS, MEMORY, provide_compile_backend, record
+from habana_frameworks._double import CALLS, LAZY_GRAPHS, MEMORY, provide_compile_backend, record
 
 __all__ = ["CALLS", "is_lazy", "mark_step"]
 
@@ -28,6 +28,7 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
     """In lazy mode the real call runs the accumulated graph; here ops already ran eagerly on the host."""
     record("core.mark_step", "lazy" if _LAZY else "eager (no-op)")
     if _LAZY:
+        LAZY_GRAPHS.mark_step()
         MEMORY.sample()
 
 
@@ -44,6 +45,27 @@ def _register_torch_hpu() -> None:
         sys.modules["torch.hpu"] = hpu
 
 
+def _note_module_call(module: object, args: tuple[object, ...]) -> None:
+    LAZY_GRAPHS.note_call(module, args)
+
+
+def _watch_lazy_graphs() -> None:
+    """Lazy mode: every module call's input shapes feed the graph signature ``mark_step`` compiles.
+
+    One global forward pre-hook per process, owned by the double imported last (tests re-import it per
+    mode): an eager import removes its predecessor's hook, so eager and compile runs carry none.
+    """
+    import torch.nn.modules.module as module_mod
+
+    previous = getattr(module_mod, "_hpubench_double_lazy_hook", None)
+    if previous is not None:
+        previous.remove()
+        module_mod._hpubench_double_lazy_hook = None
+    if _LAZY:
+        module_mod._hpubench_double_lazy_hook = module_mod.register_module_forward_pre_hook(_note_module_call)
+
+
 record("core.import", f"PT_HPU_LAZY_MODE={_LAZY_MODE_RAW} lazy={_LAZY}")
 _register_torch_hpu()
+_watch_lazy_graphs()
 provide_compile_backend()

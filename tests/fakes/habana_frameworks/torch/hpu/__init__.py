@@ -178,6 +178,7 @@ class _ModuleCacher:
             elif len(seen) < max_graphs:
                 seen.add(key)
                 record("hpu.cached_forward", "capture")
+                _double.emit_graph_compilation(f"module_cacher_{len(seen)}")
             else:
                 record("hpu.cached_forward", "bypass (max_graphs reached)")
             return original(*args, **kwargs)
