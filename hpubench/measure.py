@@ -41,12 +41,14 @@ def measure_steps(
     on_step: Callable[[str, int], None] | None = None,
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
+    on_step_time: Callable[[str, int, float, torch.Tensor], None] | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
 
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
-    device is synchronised (telemetry).
+    device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
+    time as it is taken (the step feed: ``hpubench.stepfeed``).
     """
     warmup: list[float] = []
     measured: list[float] = []
@@ -61,6 +63,8 @@ def measure_steps(
             loss_first = float(loss)
         if on_step is not None:
             on_step("warmup", i)
+        if on_step_time is not None:
+            on_step_time("warmup", i, warmup[-1], loss)
     if on_warmup_done is not None:
         on_warmup_done()
     synchronize()
@@ -74,6 +78,8 @@ def measure_steps(
         losses.append(loss.detach().clone())  # the step may reuse its output buffer (graph replay)
         if on_step is not None:
             on_step("measured", i)
+        if on_step_time is not None:
+            on_step_time("measured", i, measured[-1], loss)
     if on_measured_end is not None:
         on_measured_end()
     values = [float(x) for x in losses]
