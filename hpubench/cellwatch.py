@@ -9,7 +9,6 @@ with it for a core.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -74,6 +73,5 @@ class CellWatch:
         if self.reader is None:
             return result
         self.__exit__(None, None, None)
-        with contextlib.suppress(OSError):
-            self.reader.poll()
+        self.reader.poll()  # a missing or unreadable feed reads as no steps
         return with_partial(result, self.reader.state)
