@@ -19,18 +19,11 @@ try:  # recent typer releases vendor click; older ones use the click package
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from hpubench import __version__
 from hpubench.errors import UsageError
+from hpubench.eta import PLAIN_EVERY_S
 
 app = typer.Typer(
     add_completion=False,
@@ -310,6 +303,7 @@ def run(
     profile_active: Annotated[int, typer.Option("--profile-active", hidden=True)] = 3,
     top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
     record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
+    progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
 
@@ -321,6 +315,7 @@ def run(
     from hpubench import api
     from hpubench.core.accelerators.cpu import validate_threads_env
     from hpubench.core.accelerators.hpu import validate_op_list_env
+    from hpubench.liveview import LiveView
 
     if timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout}; give seconds, e.g. --timeout 600")
@@ -328,6 +323,8 @@ def run(
         raise UsageError(f"--isolation must be 'fork' or 'spawn', got {isolation!r}")
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    if not progress_every > 0:
+        raise UsageError(f"--progress-every must be a positive number of seconds, got {progress_every}")
     validate_op_list_env(os.environ)
     validate_threads_env(os.environ)
     run_options = _run_options(
@@ -388,32 +385,14 @@ def run(
             + (f"(x{repeat} repeats) " if repeat > 1 else "")
             + f"-> {out}"
         )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=err_console,
-            transient=False,
-            refresh_per_second=1,  # the display must not compete with the cell it times: one wake a second
-        ) as progress:
-            task = progress.add_task("starting", total=len(plan.cells) * repeat)
-
-            def on_event(ev) -> None:
-                if ev.kind == "started":
-                    progress.update(task, description=f"running {ev.key}")
-                else:
-                    progress.update(task, advance=1, description=f"{ev.kind} {ev.key}")
-
+        with LiveView(err_console, len(plan.cells) * repeat, runnable * repeat, progress_every) as view:
             results = api.run_plan(
                 plan,
                 launcher,
                 out,
                 resume=resume,
                 timeout_s=timeout,
-                on_event=on_event,
+                on_event=view.on_event,
                 argv=sys.argv,
                 repeat=repeat,
                 options=run_options,

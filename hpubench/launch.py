@@ -29,11 +29,14 @@ from typing import Any
 
 from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell, flops_key
+from hpubench.cellwatch import CellWatch
 from hpubench.cluster import ClusterEnv
 from hpubench.errors import UsageError
+from hpubench.eta import StepProgress
 from hpubench.inventory import Inventory
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.runoptions import RunOptions
+from hpubench.stepfeed import feed_path
 from hpubench.store import ResultStore, utc_now_iso
 
 ISOLATIONS = ("fork", "spawn")
@@ -48,9 +51,13 @@ EnvSignature = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True)
 class Event:
-    """Progress of a run, for a progress bar: ``index`` is the 1-based position in the plan."""
+    """Progress of a run, for a progress bar: ``index`` is the 1-based position in the plan.
 
-    kind: str  # "started" | "finished" | "skipped" | "kept" (resumed: an earlier record is kept)
+    "progress" events come about once a second while a cell runs (from another thread than the
+    others: ``hpubench.cellwatch``), with where the cell is in ``progress``.
+    """
+
+    kind: str  # "started" | "progress" | "finished" | "skipped" | "kept" (resumed: earlier record kept)
     index: int
     total: int
     key: str
@@ -58,6 +65,7 @@ class Event:
     wall_s: float | None = None
     reason: str | None = None
     dispatch_s: float | None = None  # request sent -> run_cell entered in the child: our fixed cost
+    progress: StepProgress | None = None
 
 
 class _ZygoteDied(Exception):
@@ -121,6 +129,11 @@ def _cell_options(options: RunOptions | None, key: str, repeat: int) -> RunOptio
 
 def _failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
     return CellResult(cell, STATUS_FAILED, reason=reason, traceback_tail=tail, **kw)
+
+
+def _watch(feed: Path | None, emit: Callable[[Event], None], index: int, total: int, key: str) -> CellWatch:
+    """Follows a cell's step feed: "progress" events while it runs, its steps kept if it fails."""
+    return CellWatch(feed, lambda p: emit(Event("progress", index, total, key, progress=p)))
 
 
 class _Zygote:
@@ -458,8 +471,13 @@ class Launcher:
                         emit(Event("started", index, total, key))
                         log = store.log_path(key, rep)
                         cell_options = _cell_options(options, key, rep)
-                        result = self._multi_process_cell(cell, log, timeout_s, cell_options, rep, i)
-                        result = replace(result, repeat=rep)
+                        # Rank 0 streams the steps; it runs on node 0, which alone can follow them.
+                        node0 = self.cluster is None or self.cluster.node_rank == 0
+                        with _watch(feed_path(log) if node0 else None, emit, index, total, key) as watch:
+                            result = self._multi_process_cell(
+                                cell, log, timeout_s, cell_options, rep, i, watch.path
+                            )
+                        result = replace(watch.keep_partial(result), repeat=rep)
                         kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
                         emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
                         if kind == "skipped" and rep > 0:
@@ -468,10 +486,12 @@ class Launcher:
                             store.append(result)
                     else:
                         emit(Event("started", index, total, key))
-                        result, dispatch_s = self._single_process_cell(
-                            cell, store.log_path(key, rep), timeout_s, _cell_options(options, key, rep)
-                        )
-                        result = replace(result, repeat=rep)
+                        log = store.log_path(key, rep)
+                        with _watch(feed_path(log), emit, index, total, key) as watch:
+                            result, dispatch_s = self._single_process_cell(
+                                cell, log, timeout_s, _cell_options(options, key, rep), watch.path
+                            )
+                        result = replace(watch.keep_partial(result), repeat=rep)
                         store.append(result)
                         emit(
                             Event(
@@ -499,6 +519,7 @@ class Launcher:
         options: RunOptions | None,
         rep: int,
         position: int,
+        feed: Path | None = None,
     ) -> CellResult:
         """Cells spanning several processes (devices x nodes > 1): torch.distributed's elastic agent
         starts one rank per device, each running the same worker code (``hpubench.dist``).
@@ -526,11 +547,17 @@ class Launcher:
             work_dir=self._next_path("dist"),
             log=log,
             timeout_s=timeout_s,
+            feed=feed,
         )
         return outcome.result
 
     def _single_process_cell(
-        self, cell: Cell, log: Path, timeout_s: float, options: RunOptions | None = None
+        self,
+        cell: Cell,
+        log: Path,
+        timeout_s: float,
+        options: RunOptions | None = None,
+        feed: Path | None = None,
     ) -> tuple[CellResult, float | None]:
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -541,7 +568,7 @@ class Launcher:
         started_at = utc_now_iso()
         if self.isolation == "spawn":
             sent = time.time()
-            reply = self._run_spawned(cell, signature, out, log, timeout_s, sent, options)
+            reply = self._run_spawned(cell, signature, out, log, timeout_s, sent, options, feed)
         else:
             if signature in self._broken:
                 return _failed(cell, self._broken[signature], started_at=started_at), None
@@ -560,6 +587,7 @@ class Launcher:
                 "dispatched_at": sent,
                 "options": None if options is None else options.to_dict(),
                 "flops_hints": dict(self._flops),
+                "feed": None if feed is None else str(feed),
             }
             try:
                 reply = z.request(request, timeout_s + zy.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
@@ -585,6 +613,7 @@ class Launcher:
         timeout_s: float,
         sent: float,
         options: RunOptions | None = None,
+        feed: Path | None = None,
     ) -> dict[str, Any]:
         args = [
             self.python,
@@ -601,6 +630,8 @@ class Launcher:
             args += ["--workloads-from", f]
         if options is not None:
             args += ["--options", json.dumps(options.to_dict())]
+        if feed is not None:
+            args += ["--feed", str(feed)]
         ready_r, ready_w = os.pipe()
         args += ["--ready-fd", str(ready_w)]
         try:

@@ -44,6 +44,7 @@ def measure_steps(
     on_step: Callable[[str, int], None] | None = None,
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
+    on_step_time: Callable[[str, int, float, torch.Tensor], None] | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
 
@@ -52,7 +53,8 @@ def measure_steps(
 
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
-    device is synchronised (telemetry).
+    device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
+    time as it is taken (the step feed: ``hpubench.stepfeed``).
     """
     warmup: list[float] = []
     measured: list[float] = []
@@ -67,6 +69,8 @@ def measure_steps(
             loss_first = float(loss)
         if on_step is not None:
             on_step("warmup", i)
+        if on_step_time is not None:
+            on_step_time("warmup", i, warmup[-1], loss)
     if on_warmup_done is not None:
         on_warmup_done()
     stop = fixed_steps(steps) if isinstance(steps, int) else steps
@@ -84,6 +88,8 @@ def measure_steps(
         losses.append(loss.detach().clone())  # the step may reuse its output buffer (graph replay)
         if on_step is not None:
             on_step("measured", i)
+        if on_step_time is not None:
+            on_step_time("measured", i, measured[-1], loss)
         i += 1
         reason = stop(measured, time.perf_counter() - start)
     if on_measured_end is not None:

@@ -39,6 +39,7 @@ def run_cell(
     dispatched_at: float | None = None,
     options: RunOptions | None = None,
     flops_hints: Mapping[str, int] | None = None,
+    progress_path: str | None = None,
 ) -> CellResult:
     """Run ``cell``; ``dispatched_at`` (time.time() when the launcher sent it) measures fixed cost.
 
@@ -46,12 +47,22 @@ def run_cell(
     pass); they never change the cell or its plain figures. ``flops_hints`` are FLOP counts earlier cells
     of the same run made, by :func:`hpubench.cell.flops_key`: counting on meta is most of a small cell's
     fixed cost, and the count depends only on the workload, its size and the batch.
+    ``progress_path``: where rank 0 streams its step times as they complete (``hpubench.stepfeed``).
     """
     started_at = _utc_now()
     t0 = time.perf_counter()
     runtime: dict[str, Any] = {}
     try:
-        return _run(cell, runtime, started_at, t0, dispatched_at, options or RunOptions(), flops_hints or {})
+        return _run(
+            cell,
+            runtime,
+            started_at,
+            t0,
+            dispatched_at,
+            options or RunOptions(),
+            flops_hints or {},
+            progress_path,
+        )
     except CellSkipped as exc:
         return CellResult(
             cell,
@@ -82,6 +93,7 @@ def _run(
     dispatched_at: float | None,
     options: RunOptions,
     flops_hints: Mapping[str, int],
+    progress_path: str | None = None,
 ) -> CellResult:
     import torch
 
@@ -95,6 +107,7 @@ def _run(
     from hpubench.measure import TIMING_METHOD, measure_steps
     from hpubench.metrics import build_metrics
     from hpubench.observe import Observation
+    from hpubench.stepfeed import FeedHeader, StepFeed
     from hpubench.stopping import AutoStop
     from workloads.flops import count_flops
 
@@ -181,6 +194,28 @@ def _run(
         runtime["run_options"] = options.to_dict()
     observation = Observation(cell, acc, options, batch_size * strategy.world_size, strategy.world_size)
     meter = InterferenceMeter(strategy.cell_root_pid())
+    samples_per_step = batch_size * strategy.world_size
+    tokens_per_sample = workload.tokens_per_sample(cell.size)
+    tokens_per_step = samples_per_step * tokens_per_sample if tokens_per_sample else None
+    global_flops = flops_per_step * strategy.world_size if flops_per_step else None
+    peak = peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32())
+    feed = None
+    if progress_path is not None and strategy.rank == 0:  # one feed per cell: rank 0's steps
+        source = "rank 0" if strategy.world_size > 1 else "this process"
+        feed = StepFeed(
+            progress_path,
+            FeedHeader(
+                cell.steps,
+                cell.warmup_steps,
+                samples_per_step,
+                tokens_per_step,
+                global_flops,
+                strategy.world_size,
+                peak,
+                source,
+                dict(runtime),
+            ),
+        )
 
     def warmup_done() -> None:
         acc.reset_peak_memory_stats()
@@ -199,6 +234,7 @@ def _run(
             cell.warmup_steps,
             auto if auto is not None else cell.steps,
             on_warmup_done=warmup_done,
+            on_step_time=feed.on_step_time if feed is not None else None,
             **meter.hooks(observation.measure_hooks()),
         )
         runtime.update(meter.record())
@@ -221,6 +257,8 @@ def _run(
         )
     finally:
         observation.close()
+        if feed is not None:
+            feed.close()
     runtime["steps_stop"] = times.stop_reason
     if auto is not None:
         runtime["steps_auto"] = auto.summary(times.measured_s)
@@ -240,18 +278,16 @@ def _run(
     runtime["timing"] = TIMING_METHOD
     runtime["env_flags"] = acc.env_flags()
 
-    samples_per_step = batch_size * strategy.world_size
-    tokens_per_sample = workload.tokens_per_sample(cell.size)
     metrics = build_metrics(
         warmup_s=times.warmup_s,
         measured_s=times.measured_s,
         loss_first=times.loss_first,
         loss_last=times.loss_last,
         samples_per_step=samples_per_step,
-        tokens_per_step=samples_per_step * tokens_per_sample if tokens_per_sample else None,
-        flops_per_step=flops_per_step * strategy.world_size if flops_per_step else None,
+        tokens_per_step=tokens_per_step,
+        flops_per_step=global_flops,
         world_size=strategy.world_size,
-        peak=peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32()),
+        peak=peak,
     )
     strategy.teardown()
     # The verdict on the figure (hpubench.quality) is judged here, where every fact it reads is known.

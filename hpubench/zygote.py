@@ -17,8 +17,9 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
 - zygote -> launcher, once at start: ``{"ready": true, "workloads": {name: [sizes]}, "pid": N,
   "import_s": T}`` or ``{"ready": false, "error": MESSAGE, "usage": BOOL}`` followed by exit.
 - launcher -> zygote: ``{"op": "run", "cell": {...}, "out": PATH, "log": PATH, "timeout_s": T,
-  "dispatched_at": EPOCH, "options": {...}, "flops_hints": {KEY: FLOPS}}`` (``options``:
-  ``RunOptions.to_dict()``, optional; ``flops_hints``: FLOP counts earlier cells made, optional),
+  "dispatched_at": EPOCH, "options": {...}, "flops_hints": {KEY: FLOPS}, "feed": PATH}`` (``options``:
+  ``RunOptions.to_dict()``, optional; ``flops_hints``: FLOP counts earlier cells made, optional;
+  ``feed``: where the child streams its step times, ``hpubench.stepfeed``, optional),
   ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
   ``{"op": "exit"}``. End of input means the launcher is gone: the running child is killed, the
   zygote exits.
@@ -31,7 +32,8 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
 ``python -m hpubench.zygote --once CELL_JSON OUT LOG`` runs one cell in this fresh interpreter instead
 (``isolation="spawn"``: platforms or device stacks where forking a process that imported torch is
 unsafe); ``--ready-fd N`` makes it write a byte to fd N once its imports are done, so the launcher
-starts the cell's timeout there. ``--detect OUT`` is the one-shot mode for detection.
+starts the cell's timeout there; ``--feed PATH`` is the step feed. ``--detect OUT`` is the one-shot
+mode for detection.
 """
 
 from __future__ import annotations
@@ -294,6 +296,7 @@ def _run_to_file(
     dispatched_at: float | None,
     options_data: dict[str, Any] | None = None,
     flops_hints: dict[str, int] | None = None,
+    feed: str | None = None,
 ) -> None:
     from hpubench.cell import Cell
     from hpubench.record import STATUS_FAILED, CellResult
@@ -310,6 +313,7 @@ def _run_to_file(
             dispatched_at=dispatched_at,
             options=RunOptions.from_dict(options_data),
             flops_hints=flops_hints,
+            progress_path=feed,
         )
     except Exception as exc:  # run_cell never raises for a cell's problem: this is a harness bug
         traceback.print_exc()
@@ -345,7 +349,12 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
         _arm_faulthandler()
         if req["op"] == "run":
             _run_to_file(
-                req["cell"], req["out"], req.get("dispatched_at"), req.get("options"), req.get("flops_hints")
+                req["cell"],
+                req["out"],
+                req.get("dispatched_at"),
+                req.get("options"),
+                req.get("flops_hints"),
+                req.get("feed"),
             )
         else:
             _detect_to_file(req["out"])
@@ -455,6 +464,7 @@ def run_once(
     dispatched_at: float | None,
     ready_fd: int | None = None,
     options_json: str | None = None,
+    feed: str | None = None,
 ) -> int:
     """One cell in this interpreter; ``ready_fd`` gets a byte once imports are done, so the launcher
     starts the cell's timeout there (a timeout means the same in both isolation modes)."""
@@ -477,7 +487,8 @@ def run_once(
         with contextlib.suppress(OSError):
             os.write(ready_fd, b"1")
             os.close(ready_fd)
-    _run_to_file(cell_data, out, dispatched_at, json.loads(options_json) if options_json else None)
+    options = json.loads(options_json) if options_json else None
+    _run_to_file(cell_data, out, dispatched_at, options, feed=feed)
     return 0
 
 
@@ -505,10 +516,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dispatched-at", type=float, default=None)
     parser.add_argument("--ready-fd", type=int, default=None)
     parser.add_argument("--options", default=None, metavar="RUN_OPTIONS_JSON")
+    parser.add_argument("--feed", default=None, metavar="PATH")
     args = parser.parse_args(argv)
     code = 0
     if args.once:
-        code = run_once(*args.once, args.workloads_from, args.dispatched_at, args.ready_fd, args.options)
+        code = run_once(
+            *args.once, args.workloads_from, args.dispatched_at, args.ready_fd, args.options, args.feed
+        )
     elif args.detect:
         code = detect_once(args.detect, args.workloads_from)
     else:

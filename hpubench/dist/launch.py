@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell
 from hpubench.cluster import ClusterEnv
+from hpubench.procwait import wait_exit
 from hpubench.dist.spec import (
     AGENT_LOG_FILE,
     AGENT_SUMMARY_FILE,
@@ -277,6 +278,7 @@ def run_distributed_cell(
     work_dir: Path,
     log: Path,
     timeout_s: float,
+    feed: Path | None = None,
 ) -> DistOutcome:
     """Run ``cell`` (world size > 1) on this node under torch's elastic agent; never raises for the cell.
 
@@ -325,6 +327,7 @@ def run_distributed_cell(
         options=options,
         ahead_ids=slot.ahead_ids,
         launched_at=t0,
+        feed=None if feed is None else str(feed),
     )
     spec_path = spec.save()
     token = uuid.uuid4().hex
@@ -342,9 +345,7 @@ def run_distributed_cell(
             start_new_session=True,
         )
     try:
-        try:
-            proc.wait(timeout=hard_s)
-        except subprocess.TimeoutExpired:
+        if not wait_exit(proc, hard_s):
             timed_out = True
             _stop(proc, AGENT_STOP_GRACE_S)
     except BaseException:  # Ctrl-C: nothing of this cell may survive the launcher

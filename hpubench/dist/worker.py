@@ -81,7 +81,10 @@ def _record_main(spec: LaunchSpec) -> int:
     from hpubench.record import STATUS_FAILED
     from hpubench.worker import run_cell
 
-    result = run_cell(cell, options=_options(spec, rank))
+    # Rank 0's steps only (run_cell checks the rank): one feed, and rank 0 runs on node 0, the node
+    # whose launcher keeps a partial record. Merging every rank's steps live would need the ranks'
+    # gather, which a rank that died or hung never joins.
+    result = run_cell(cell, options=_options(spec, rank), progress_path=spec.feed)
     if result.status != STATUS_FAILED:
         from hpubench.core.strategies import DDP
 
