@@ -123,6 +123,23 @@ ProfileActiveOpt = Annotated[
 TopOpt = Annotated[int, typer.Option("--top", help="Rows in the operator table.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds before a cell is killed.")]
+EstimatesFromOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--estimates-from",
+        help="Earlier run directories: estimate cells with the same key from their measured step times "
+        "(otherwise from FLOPs and a matmul rate calibrated here).",
+    ),
+]
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget",
+        help="Wall-time budget for the whole run, e.g. 90s, 60m, 2h: steps per cell are chosen to fit "
+        "(at least 1 warm-up + 2 steps), cells that cannot fit are skipped up front with their estimate, "
+        "and the run ends within the budget + 10%.",
+    ),
+]
 IsolationOpt = Annotated[
     str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
 ]
@@ -283,9 +300,18 @@ def run(
     profile_active: Annotated[int, typer.Option("--profile-active", hidden=True)] = 3,
     top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
     record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
+    budget: BudgetOpt = None,
+    estimates_from: EstimatesFromOpt = None,
 ) -> None:
-    """Run a matrix of cells, each in its own process, and store one record per cell."""
-    from hpubench import api
+    """Run a matrix of cells, each in its own process, and store one record per cell.
+
+    Before anything runs it prints each cell's estimated time and memory per device; cells that cannot
+    fit in memory are skipped with the estimate in their reason.
+    """
+    from hpubench import api, cli_estimate
+
+    started = cli_estimate.now()
+    budget_s = cli_estimate.parse_budget(budget)
     from hpubench.core.accelerators.hpu import validate_op_list_env
 
     if timeout <= 0:
@@ -332,7 +358,17 @@ def run(
     if node is None or node.is_node_zero:
         api.check_out_dir(out, resume)
     with _launcher(workloads_from, isolation, cluster=node) as launcher:
-        plan = api.make_plan(spec, launcher)
+        plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+        budget_run = None
+        if budget_s is not None:
+            budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
+        first = budget_run.plan_from(0, 0) if budget_run is not None else None
+        table, lines = cli_estimate.estimate_table(pre, f"plan: matrix {spec.name}", first, repeat)
+        err_console.print(table)
+        for line in lines:
+            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if node is None or node.is_node_zero:
+            cli_estimate.write_estimates(out, pre, first)
         if node is not None and node.is_node_zero:
             err_console.print(
                 f"{node.describe()}: node 0 hosts each multi-node cell's rendezvous on port "
@@ -380,6 +416,7 @@ def run(
                 argv=sys.argv,
                 repeat=repeat,
                 options=run_options,
+                budget=budget_run,
             )
     from hpubench.tables import results_table
 
@@ -480,9 +517,11 @@ def list_cells(
     batch_size: BatchOpt = None,
     option: OptionOpt = None,
     workloads_from: FilesOpt = None,
+    estimates_from: EstimatesFromOpt = None,
 ) -> None:
-    """What a run would do: every cell, and why the skipped ones are skipped. Runs nothing."""
-    from hpubench import api
+    """What a run would do: every cell with its estimated time and memory per device, and why the skipped
+    ones are skipped. Runs no cell (a short probe counts the models on meta and times a matmul)."""
+    from hpubench import api, cli_estimate
 
     spec = api.resolve_spec(
         matrix,
@@ -502,16 +541,11 @@ def list_cells(
         ),
     )
     with _launcher(workloads_from) as launcher:
-        plan = api.make_plan(spec, launcher)
-    table = Table(title=f"matrix {spec.name}: {len(plan.cells)} cells")
-    table.add_column("#", justify="right")
-    table.add_column("cell")
-    table.add_column("status")
-    for i, pc in enumerate(plan.cells, 1):
-        table.add_row(str(i), pc.cell.key, "run" if pc.runnable else f"skip: {pc.skip_reason}")
+        _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+    table, lines = cli_estimate.estimate_table(pre, f"matrix {spec.name}: {len(pre.cells)} cells")
     out_console.print(table)
-    runnable = sum(pc.runnable for pc in plan.cells)
-    out_console.print(f"{runnable} to run, {len(plan.cells) - runnable} skipped")
+    for line in lines:
+        out_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @list_app.command("workloads")

@@ -400,8 +400,12 @@ class Launcher:
         on_event: Callable[[Event], None] | None = None,
         repeat: int = 1,
         options: RunOptions | None = None,
+        adjust: Callable[[int, int, PlannedCell], tuple[PlannedCell, float]] | None = None,
     ) -> list[CellResult]:
         """Run the plan in order, appending each record to ``store`` as soon as it exists.
+
+        ``adjust(position, repeat, planned)``, when given, is asked just before each cell and may change
+        its step counts or skip it, and shorten its timeout (``hpubench.preflight.BudgetRun``).
 
         ``options`` (profile, telemetry, memory timeline, loader pass) go to every worker unchanged,
         except that each cell gets its own trace file name; they never change a cell or its key.
@@ -431,6 +435,10 @@ class Launcher:
             for rep in range(repeat):
                 for i, pc in enumerate(planned):
                     index = rep * len(planned) + i + 1
+                    cell_timeout = timeout_s
+                    if adjust is not None:
+                        pc, limit = adjust(i, rep, pc)
+                        cell_timeout = min(timeout_s, limit)
                     cell = pc.cell
                     key = cell.key
                     previous = existing.get((key, rep))
@@ -458,7 +466,7 @@ class Launcher:
                         emit(Event("started", index, total, key))
                         log = store.log_path(key, rep)
                         cell_options = _cell_options(options, key, rep)
-                        result = self._multi_process_cell(cell, log, timeout_s, cell_options, rep, i)
+                        result = self._multi_process_cell(cell, log, cell_timeout, cell_options, rep, i)
                         result = replace(result, repeat=rep)
                         kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
                         emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
@@ -469,7 +477,7 @@ class Launcher:
                     else:
                         emit(Event("started", index, total, key))
                         result, dispatch_s = self._single_process_cell(
-                            cell, store.log_path(key, rep), timeout_s, _cell_options(options, key, rep)
+                            cell, store.log_path(key, rep), cell_timeout, _cell_options(options, key, rep)
                         )
                         result = replace(result, repeat=rep)
                         store.append(result)
