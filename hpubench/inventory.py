@@ -46,15 +46,13 @@ class Inventory:
         return [d.accelerator for d in self.devices if d.count > 0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            d.accelerator: {
-                "count": d.count,
-                "device_name": d.device_name,
-                "memory_bytes": d.memory_bytes,
-                "memory_shared": d.memory_shared,
-            }
-            for d in self.devices
-        }
+        """Memory appears only where known, so inventories of machines without it read as before."""
+        out: dict[str, Any] = {}
+        for d in self.devices:
+            out[d.accelerator] = {"count": d.count, "device_name": d.device_name}
+            if d.memory_bytes is not None:
+                out[d.accelerator].update(memory_bytes=d.memory_bytes, memory_shared=d.memory_shared)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Inventory:
