@@ -363,7 +363,7 @@ def run(
         if budget_s is not None:
             budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
         first = budget_run.plan_from(0, 0) if budget_run is not None else None
-        table, lines = cli_estimate.estimate_table(pre, f"plan: matrix {spec.name}", first, repeat)
+        table, lines = cli_estimate.estimate_table(pre, f"plan: matrix {spec.name}", first, repeat, budget_s)
         err_console.print(table)
         for line in lines:
             err_console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -46,7 +46,11 @@ def start_budget(pre: Preflight, budget_s: float, repeat: int, started: float) -
 
 
 def estimate_table(
-    pre: Preflight, title: str, budget: BudgetPlan | None = None, repeat: int = 1
+    pre: Preflight,
+    title: str,
+    budget: BudgetPlan | None = None,
+    repeat: int = 1,
+    budget_s: float | None = None,
 ) -> tuple[Table, list[str]]:
     """One row per cell (estimated time at its steps, memory per device, source), and the lines under
     it: each source in full, the total, and what the budget does."""
@@ -97,8 +101,10 @@ def estimate_table(
     if pre.problem:
         lines.append(f"no model estimates: {pre.problem}")
     if budget is not None:
+        total_budget = budget.budget_s if budget_s is None else budget_s
         lines.append(
-            f"budget {format_duration(budget.budget_s)}: planned ~{format_duration(budget.total_s)}, "
+            f"budget {format_duration(total_budget)} ({format_duration(budget.budget_s)} left after "
+            f"detection and estimates): planned ~{format_duration(budget.total_s)}, "
             f"{budget.skipped} cell(s) skipped as too big; steps are re-planned before each cell with the "
             "time really spent"
         )
