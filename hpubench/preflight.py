@@ -98,6 +98,7 @@ def run_probe(
     workload_files: Sequence[str],
     env: dict[str, str],
     calibrate: bool = True,
+    host_accelerators: Sequence[str] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Calibration], str | None]:
     """Model facts per ``workload|size|batch`` (batch 0: the size's default) and each accelerator's
     calibration, from one ``python -m hpubench.probe`` child; a failed probe gives nothing and says why."""
@@ -112,7 +113,7 @@ def run_probe(
         args += ["--workloads-from", f]
     if calibrate:
         for acc in dict.fromkeys(pc.cell.accelerator for pc in runnable):
-            args += ["--calibrate", acc]
+            args += ["--calibrate", f"{acc}:host" if acc in host_accelerators else acc]
         for dtype in dict.fromkeys(PRECISION_DTYPE.get(pc.cell.precision, "fp32") for pc in runnable):
             args += ["--dtype", dtype]
     root = str(Path(__file__).resolve().parent.parent)
@@ -139,8 +140,11 @@ def run_probe(
             facts_out[key] = hit
     cals = {}
     for acc, c in (data.get("calibration") or {}).items():
+        how = f"1 thread x {c.get('threads')}" if c.get("scaled_by_threads") else "device 0"
         cals[acc] = Calibration(
-            tflops=c["tflops"], per_op_s=float(c["per_op_s"]), source=f"FLOPs / calibrated {acc} matmul rate"
+            tflops=c["tflops"],
+            per_op_s=float(c["per_op_s"]),
+            source=f"FLOPs / {acc} linear-layer rate calibrated here ({how})",
         )
     return facts_out, cals, None
 
@@ -219,7 +223,10 @@ def preflight(
         if not Path(p).exists():
             raise UsageError(f"--estimates-from {p}: no such results directory; give a run directory")
     measured = load_measured(estimates_from)
-    facts, cals, problem = run_probe(cells, python=python, workload_files=workload_files, env=env)
+    host = [d.accelerator for d in inventory.devices if inventory.shares_memory(d.accelerator)]
+    facts, cals, problem = run_probe(
+        cells, python=python, workload_files=workload_files, env=env, host_accelerators=host
+    )
     new_cells, estimates = estimate_plan(cells, inventory, facts, cals, measured)
     return Preflight(new_cells, estimates, cals, facts, problem)
 

@@ -44,7 +44,7 @@ from hpubench.store import write_json_atomic
 from workloads.base import Workload
 
 META = torch.device("meta")
-CALIBRATION_MAX_N = 2048  # largest square matmul timed: near a BLAS's best rate
+CALIBRATION_MAX_N = 512  # largest square product timed (one thread: 512 is near a BLAS's best rate)
 CALIBRATION_GROW_S = 0.05  # grow the matmul while one product takes less than this
 CALIBRATION_S = 0.2  # seconds spent timing each size
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -183,20 +183,21 @@ def facts(wanted: list[tuple[str, str, int]], cache_path: Path | None) -> dict[s
     return out
 
 
-def _matmul_tflops(dtype: torch.dtype, device: torch.device, sync: Callable[[], None]) -> float:
-    """Best TFLOP/s of square matmuls, growing the size (256 .. CALIBRATION_MAX_N) while one product
-    takes under CALIBRATION_GROW_S: BLAS rates rise with size, and a slow dtype stays small and quick."""
+def _linear_tflops(dtype: torch.dtype, device: torch.device, sync: Callable[[], None]) -> float:
+    """Best TFLOP/s of square ``F.linear`` products (the path a Linear layer takes, autocast included),
+    growing the size from 256 while one product takes under CALIBRATION_GROW_S: a slow dtype stays small
+    and quick. The best of many short timings is the rate when nothing interrupted."""
     best_rate, n = 0.0, 256
     while True:
         a = torch.randn(n, n, device=device).to(dtype)
         b = torch.randn(n, n, device=device).to(dtype)
-        a @ b  # first product: library start-up, never timed
+        F.linear(a, b)  # first product: library start-up, never timed
         sync()
         best = float("inf")
         end = time.perf_counter() + CALIBRATION_S
-        for i in range(50):
+        for i in range(2000):
             t0 = time.perf_counter()
-            a @ b
+            F.linear(a, b)
             sync()
             best = min(best, time.perf_counter() - t0)
             if i >= 1 and time.perf_counter() > end:
@@ -207,33 +208,44 @@ def _matmul_tflops(dtype: torch.dtype, device: torch.device, sync: Callable[[], 
         n *= 2
 
 
-def calibrate(accelerator: str, dtypes: list[str]) -> dict[str, Any]:
-    """TFLOP/s of square matmuls per dtype on device 0 (best of repeated timings: the device's rate when
-    nothing interferes; a loaded machine shows up later as cells slower than estimated, which a budgeted
-    run corrects for), and the cost of one tiny op (what small cells are made of)."""
+def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]:
+    """TFLOP/s per dtype on device 0, and the cost of one tiny op (what small cells are made of).
+
+    ``host``: the accelerator's devices are the host's cores (the inventory says so: CPU ranks share the
+    host). Then the rate is timed on ONE thread and multiplied by torch's thread count (linear scaling
+    assumed): with two threads a busy neighbour collapses every timing 40-100x (issue 11), while one
+    thread's best timing still shows the quiet machine's rate. A loaded machine then shows up as cells
+    slower than estimated, which a budgeted run corrects with measured times.
+    """
     from hpubench.core import accelerators  # deferred: imports the device framework, only when asked
 
     acc = accelerators.get(accelerator)(0)
     acc.setup()
     device = acc.torch_device()
+    threads = torch.get_num_threads()
+    if host:
+        torch.set_num_threads(1)
+    scale = threads if host else 1
     rates: dict[str, float] = {}
     for name in dtypes:
         dtype = DTYPES.get(name)
         if dtype is None:
             continue
         try:
-            rates[name] = _matmul_tflops(dtype, device, acc.synchronize)
+            rates[name] = _linear_tflops(dtype, device, acc.synchronize) * scale
         except Exception:  # a dtype the device cannot multiply: no calibrated rate for it
             continue
     x = torch.ones(8, device=device)
     best = float("inf")
-    for _ in range(5):
+    for _ in range(20):
         t0 = time.perf_counter()
-        for _ in range(400):
+        for _ in range(100):
             x = x + 1
         acc.synchronize()
-        best = min(best, (time.perf_counter() - t0) / 400)
-    return {"tflops": rates, "per_op_s": best, "threads": torch.get_num_threads()}
+        best = min(best, (time.perf_counter() - t0) / 100)
+    if host:
+        torch.set_num_threads(threads)
+    return {"tflops": rates, "per_op_s": best, "threads": threads, "scaled_by_threads": host}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--cell", action="append", default=[], help="workload|size|batch (batch 0: default)")
     parser.add_argument("--cache")
-    parser.add_argument("--calibrate", action="append", default=[], help="accelerator(s) to calibrate")
+    parser.add_argument(
+        "--calibrate", action="append", default=[], help="accelerator to calibrate; NAME:host for host cores"
+    )
     parser.add_argument("--dtype", action="append", default=[])
     parser.add_argument("--workloads-from", action="append", default=[])
     args = parser.parse_args(argv)
@@ -260,7 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         b = int(batch) or workloads.get(name).sizes[size].batch_size
         wanted.append((name, size, b))
     result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
-    result["calibration"] = {acc: calibrate(acc, args.dtype) for acc in args.calibrate}
+    result["calibration"] = {}
+    for spec in args.calibrate:
+        acc, _, host = spec.partition(":")
+        result["calibration"][acc] = calibrate(acc, args.dtype, host == "host")
     write_json_atomic(args.out, result)
     return 0
 
