@@ -518,10 +518,18 @@ def list_cells(
     option: OptionOpt = None,
     workloads_from: FilesOpt = None,
     estimates_from: EstimatesFromOpt = None,
+    budget: BudgetOpt = None,
+    repeat: Annotated[int, typer.Option("--repeat", help="With --budget: plan for N passes.")] = 1,
 ) -> None:
     """What a run would do: every cell with its estimated time and memory per device, and why the skipped
-    ones are skipped. Runs no cell (a short probe counts the models on meta and times a matmul)."""
+    ones are skipped; with --budget, the steps each cell would get. Runs no cell (a short probe counts the
+    models on meta and times a linear layer)."""
     from hpubench import api, cli_estimate
+
+    started = cli_estimate.now()
+    budget_s = cli_estimate.parse_budget(budget)
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
 
     spec = api.resolve_spec(
         matrix,
@@ -542,7 +550,11 @@ def list_cells(
     )
     with _launcher(workloads_from) as launcher:
         _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
-    table, lines = cli_estimate.estimate_table(pre, f"matrix {spec.name}: {len(pre.cells)} cells")
+    first = None
+    if budget_s is not None:
+        first = cli_estimate.start_budget(pre, budget_s, repeat, started).plan_from(0, 0)
+    title = f"matrix {spec.name}: {len(pre.cells)} cells"
+    table, lines = cli_estimate.estimate_table(pre, title, first, repeat, budget_s)
     out_console.print(table)
     for line in lines:
         out_console.print(line, highlight=False, markup=False, soft_wrap=True)
