@@ -21,7 +21,7 @@ Without any of them a cell has no time estimate (shown as "?"), never a made-up 
 Memory per device (bytes), from the parameter count P, the bytes autograd saves for backward A (counted
 at fp32 on meta, attention counted as a fused kernel saves it) and one batch's bytes B::
 
-    baseline + P * (w + g + s * k + t) + A * a + N_BATCHES * B
+    baseline (+ compile) + P * (w + g + s * k + t) + A * a + N_BATCHES * B
 
 ``w``/``g``: bytes per weight/gradient (4, or 2 for bf16-true), ``k``: optimizer states per parameter
 (AdamW 2, SGD with momentum 1: ``core.trainstep.make_optimizer``), ``s``: bytes per state (as weights),
@@ -49,7 +49,10 @@ COMPILE_S_PER_OP = 0.05  # torch.compile's first step: seconds per operator of t
 FIXED_S = 1.0  # per cell: fork or spawn, model build, batches, FLOP count
 FIXED_S_PER_MPARAM = 0.02  # model build and initialisation per million parameters
 MULTI_PROCESS_FIXED_S = 8.0  # a multi-process cell starts fresh interpreters (the elastic agent)
-BASELINE_BYTES = 600 * 1024**2  # a worker process with torch loaded (CPU RSS), or a device context
+# A worker forked with torch loaded: its peak RSS on a model of almost nothing (mlp tiny) was 249-255 MiB
+# here. On an accelerator this stands for the context and workspaces the allocator does not report.
+BASELINE_BYTES = 256 * 1024**2
+COMPILE_BYTES = 64 * 1024**2  # torch.compile's generated code and caches (mlp tiny compile: +62 MiB)
 MIXED_ACTIVATION = 0.6  # autocast saves matmul inputs in 16 bits, norms and losses in 32
 N_BATCHES = 4  # hpubench.worker keeps this many distinct batches on the device
 
@@ -114,7 +117,7 @@ class Estimate:
         return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps) * self.step_s
 
 
-def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1) -> int:
+def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1, mode: str = "eager") -> int:
     """Bytes one device holds at the peak of a step (the formula in the module docstring); several ranks
     add DDP's gradient buckets, a flat copy of the gradients."""
     low = precision == "bf16-true"
@@ -126,6 +129,7 @@ def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1) -> int:
     act = 0.5 if low else MIXED_ACTIVATION if mixed else 1.0
     return int(
         BASELINE_BYTES
+        + (COMPILE_BYTES if mode == "compile" else 0)
         + facts.params * per_param
         + facts.activation_bytes_fp32 * act
         + N_BATCHES * facts.batch_bytes_fp32
@@ -182,7 +186,7 @@ def estimate_cell(
     facts_source: str = "counted on meta",
 ) -> Estimate:
     """One cell's estimate: earlier results first, then FLOPs at the calibrated or published rate."""
-    mem = memory_bytes(facts, precision, world_size) if facts is not None else None
+    mem = memory_bytes(facts, precision, world_size, mode) if facts is not None else None
     mem_source = f"formula ({facts_source})" if facts is not None else "unknown: model not counted"
     if measured is not None:
         if measured.peak_bytes:

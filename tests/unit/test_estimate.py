@@ -32,6 +32,13 @@ def test_memory_adamw_fp32_counts_weights_grads_two_states_and_a_transient():
     assert E.memory_bytes(facts, "32-true") == E.BASELINE_BYTES + 20_000_000
 
 
+def test_compile_mode_adds_its_generated_code():
+    facts = ModelFacts(params=10, flops=1, ops=1, activation_bytes_fp32=0, batch_bytes_fp32=0)
+    assert (
+        E.memory_bytes(facts, "32-true", mode="compile") == E.memory_bytes(facts, "32-true") + E.COMPILE_BYTES
+    )
+
+
 def test_several_ranks_add_ddps_gradient_buckets():
     facts = ModelFacts(params=1_000_000, flops=1, ops=1, activation_bytes_fp32=0, batch_bytes_fp32=0)
     assert E.memory_bytes(facts, "32-true", world_size=2) == E.memory_bytes(facts, "32-true") + 4_000_000

@@ -8,7 +8,7 @@ from hpubench.cell import Cell, PlannedCell
 from hpubench.estimate import GIB, Estimate, Measured
 from hpubench.inventory import DeviceInfo, Inventory
 from hpubench.launch import Event
-from hpubench.preflight import OVERRUN, BudgetedStore, BudgetRun, Preflight, estimate_plan
+from hpubench.preflight import OVERRUN, WORKER_START_S, BudgetedStore, BudgetRun, Preflight, estimate_plan
 
 CPU_16G = Inventory((DeviceInfo("cpu", 2, "AMD EPYC", memory_bytes=16 * GIB, memory_shared=True),))
 FACTS = {
@@ -98,8 +98,9 @@ def test_cells_that_ran_slower_than_estimated_shrink_or_skip_the_later_ones():
     steady = BudgetRun(pre, 600.0, clock=clock)
     first, _ = steady.adjust(0, 0, pre.cells[0])
     planned_second = steady.plan_from(0, 1).allotments[0]
-    # The first cell takes three times its estimate: the rest is re-planned with that slowdown.
-    clock.t += 3 * steady.notes[(first.cell.key, 0)]["estimate_s"]
+    # The first cell (which also starts the worker) takes three times its estimate: the rest is re-planned
+    # with that slowdown.
+    clock.t += 3 * (steady.notes[(first.cell.key, 0)]["estimate_s"] + WORKER_START_S)
     steady.on_event(Event("finished", 1, 3, first.cell.key, "ok"))
     assert steady.slowdown() == pytest.approx(3.0)
     second, _ = steady.adjust(1, 0, pre.cells[1])
