@@ -21,7 +21,7 @@ Without any of them a cell has no time estimate (shown as "?"), never a made-up 
 Memory per device (bytes), from the parameter count P, the bytes autograd saves for backward A (counted
 at fp32 on meta, attention counted as a fused kernel saves it) and one batch's bytes B::
 
-    baseline (+ compile) + P * (w + g + s * k + t) + A * a + N_BATCHES * B
+    baseline (+ compile, + ranks) + P * (w + g + s * k + t) + A * a + N_BATCHES * B
 
 ``w``/``g``: bytes per weight/gradient (4, or 2 for bf16-true), ``k``: optimizer states per parameter
 (AdamW 2, SGD with momentum 1: ``core.trainstep.make_optimizer``), ``s``: bytes per state (as weights),
@@ -53,6 +53,7 @@ MULTI_PROCESS_FIXED_S = 8.0  # a multi-process cell starts fresh interpreters (t
 # here. On an accelerator this stands for the context and workspaces the allocator does not report.
 BASELINE_BYTES = 256 * 1024**2
 COMPILE_BYTES = 64 * 1024**2  # torch.compile's generated code and caches (mlp tiny compile: +62 MiB)
+DIST_BYTES = 64 * 1024**2  # a rank's process group and DDP state (mlp tiny on 2 CPU ranks: +61 MiB)
 MIXED_ACTIVATION = 0.6  # autocast saves matmul inputs in 16 bits, norms and losses in 32
 N_BATCHES = 4  # hpubench.worker keeps this many distinct batches on the device
 
@@ -130,6 +131,7 @@ def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1, mode: s
     return int(
         BASELINE_BYTES
         + (COMPILE_BYTES if mode == "compile" else 0)
+        + (DIST_BYTES if world_size > 1 else 0)
         + facts.params * per_param
         + facts.activation_bytes_fp32 * act
         + N_BATCHES * facts.batch_bytes_fp32
