@@ -41,6 +41,10 @@ from hpubench.store import ResultStore, load_results, write_json_atomic
 PROBE_TIMEOUT_S = 300.0
 OVERRUN = 0.10  # a budgeted run may end at most this fraction past its budget
 END_RESERVE_S = 3.0  # printing the results table after the last cell
+# A cell may run this many times its (slowdown-scaled) estimate, plus CELL_SLACK_S, before its timeout:
+# one cell far slower than estimated (a long compile) must not eat the budget of every cell after it.
+CELL_OVERRUN = 3.0
+CELL_SLACK_S = 30.0
 WORKER_START_S = 5.0  # the first cell also starts the pre-warmed worker (import torch): 3-8 s here
 ESTIMATES_FILE = "estimates.json"
 
@@ -318,7 +322,11 @@ class BudgetRun:
         start_cost = 0.0 if self._started_one else WORKER_START_S
         self._started_one = True
         self._current = (c.key, (allot.estimate_s or 0.0) + start_cost, self.clock())
-        return PlannedCell(replace(c, warmup_steps=allot.warmup_steps, steps=allot.steps)), hard_left
+        limit = hard_left
+        if allot.estimate_s is not None:
+            limit = min(limit, CELL_OVERRUN * (allot.estimate_s + start_cost) + CELL_SLACK_S)
+        note["timeout_s"] = round(limit, 1)
+        return PlannedCell(replace(c, warmup_steps=allot.warmup_steps, steps=allot.steps)), limit
 
     def on_event(self, ev: Event) -> None:
         """Learn how long the cell that just finished really took (the launcher's events)."""

@@ -8,7 +8,16 @@ from hpubench.cell import Cell, PlannedCell
 from hpubench.estimate import GIB, Estimate, Measured
 from hpubench.inventory import DeviceInfo, Inventory
 from hpubench.launch import Event
-from hpubench.preflight import OVERRUN, WORKER_START_S, BudgetedStore, BudgetRun, Preflight, estimate_plan
+from hpubench.preflight import (
+    CELL_OVERRUN,
+    CELL_SLACK_S,
+    OVERRUN,
+    WORKER_START_S,
+    BudgetedStore,
+    BudgetRun,
+    Preflight,
+    estimate_plan,
+)
 
 CPU_16G = Inventory((DeviceInfo("cpu", 2, "AMD EPYC", memory_bytes=16 * GIB, memory_shared=True),))
 FACTS = {
@@ -86,10 +95,23 @@ def test_budget_run_reduces_steps_records_what_it_did_and_caps_the_timeout_at_th
     run = BudgetRun(pre, 600.0, clock=clock)
     pc, timeout = run.adjust(0, 0, pre.cells[0])
     assert pc.runnable and 2 <= pc.cell.steps < 50 and pc.cell.warmup_steps >= 1
-    assert timeout == pytest.approx(600.0 * (1 + OVERRUN) - 3.0)
     note = run.notes[(pc.cell.key, 0)]
+    # Capped by the run's end (budget + 10%) and by a multiple of the cell's own estimate.
+    own = CELL_OVERRUN * (note["estimate_s"] + WORKER_START_S) + CELL_SLACK_S
+    assert timeout == pytest.approx(min(600.0 * (1 + OVERRUN) - 3.0, own))
+    assert note["timeout_s"] == pytest.approx(timeout, abs=0.1)
     assert note["asked"] == [5, 50] and note["given"] == [pc.cell.warmup_steps, pc.cell.steps]
     assert "reduced to" in note["action"] and note["budget_s"] == 600.0
+
+
+def test_one_cheap_cell_cannot_take_the_whole_budget_as_its_timeout():
+    clock = Clock()
+    pre = _pre(1, step_s=0.01)
+    run = BudgetRun(pre, 3600.0, clock=clock)
+    _, timeout = run.adjust(0, 0, pre.cells[0])
+    assert timeout < 60 and timeout == pytest.approx(
+        run.notes[(pre.cells[0].cell.key, 0)]["timeout_s"], abs=0.1
+    )
 
 
 def test_cells_that_ran_slower_than_estimated_shrink_or_skip_the_later_ones():
