@@ -25,7 +25,7 @@ def test_list_cells_shows_time_memory_and_source_per_cell_and_the_total(cli, tmp
     out = proc.stdout
     for column in ("est. time", "memory/device", "src"):
         assert column in out
-    assert "calibrated cpu matmul rate" in out and "formula (counted on meta)" in out
+    assert "cpu linear-layer rate calibrated here" in out and "formula (counted on meta)" in out
     assert "2 to run, 0 skipped; estimated total ~" in out
     assert (tmp_path / "cache" / "hpubench" / "model-facts.json").is_file()  # counted once, cached
     assert not (tmp_path / "results").exists()
