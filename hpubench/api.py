@@ -16,6 +16,7 @@ from hpubench.cell import PlannedCell
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
 from hpubench.launch import Event, Launcher
+from hpubench.preflight import BudgetedStore, BudgetRun
 from hpubench.record import CellResult
 from hpubench.runoptions import RunOptions
 from hpubench.store import ResultStore, run_metadata
@@ -107,10 +108,15 @@ def run_plan(
     argv: list[str],
     repeat: int = 1,
     options: RunOptions | None = None,
+    budget: BudgetRun | None = None,
 ) -> list[CellResult]:
-    """``options``: what to observe beside the figures; traces go under ``out``/traces."""
+    """``options``: what to observe beside the figures; traces go under ``out``/traces. ``budget``: steps
+    per cell re-planned before each one to end within the budget (``hpubench.preflight``)."""
     node = launcher.cluster
-    store = NodeStore(out) if node is not None and not node.is_node_zero else ResultStore(out)
+    if node is not None and not node.is_node_zero:
+        store: ResultStore = NodeStore(out)
+    else:
+        store = ResultStore(out) if budget is None else BudgetedStore(out, budget)
     if options is not None:
         options = replace(options, output_dir=str(Path(out).resolve()))
     if not store.exists() or store.read_meta() is None:
@@ -128,7 +134,16 @@ def run_plan(
         store,
         timeout_s=timeout_s,
         resume=resume,
-        on_event=on_event,
+        on_event=on_event if budget is None else _both(budget.on_event, on_event),
         repeat=repeat,
         options=options,
+        adjust=None if budget is None else budget.adjust,
     )
+
+
+def _both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:
+    def call(ev: Event) -> None:
+        first(ev)
+        second(ev)
+
+    return call

@@ -137,6 +137,23 @@ ProfileActiveOpt = Annotated[
 TopOpt = Annotated[int, typer.Option("--top", help="Rows in the operator table.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue a run: only cells without a result run.")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds before a cell is killed.")]
+EstimatesFromOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--estimates-from",
+        help="Earlier run directories: estimate cells with the same key from their measured step times "
+        "(otherwise from FLOPs and a matmul rate calibrated here).",
+    ),
+]
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget",
+        help="Wall-time budget for the whole run, e.g. 90s, 60m, 2h: steps per cell are chosen to fit "
+        "(at least 1 warm-up + 2 steps), cells that cannot fit are skipped up front with their estimate, "
+        "and the run ends within the budget + 10%.",
+    ),
+]
 IsolationOpt = Annotated[
     str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
 ]
@@ -304,18 +321,26 @@ def run(
     top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
     record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
     progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
+    budget: BudgetOpt = None,
+    estimates_from: EstimatesFromOpt = None,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
+
+    Before anything runs it prints each cell's estimated time and memory per device; cells that cannot
+    fit in memory are skipped with the estimate in their reason.
 
     CPU cells' threads follow HPUBENCH_CPU_THREADS: all (torch's default, one per core), all-passive
     (the same, OMP_WAIT_POLICY=PASSIVE), cores-1 (the default: a core left for everything else) or
     pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
     the threads in force and the share of its CPUs other processes took while it measured.
     """
-    from hpubench import api
+    from hpubench import api, cli_estimate
     from hpubench.core.accelerators.cpu import validate_threads_env
     from hpubench.core.accelerators.hpu import validate_op_list_env
     from hpubench.liveview import LiveView
+
+    started = cli_estimate.now()
+    budget_s = cli_estimate.parse_budget(budget)
 
     if timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout}; give seconds, e.g. --timeout 600")
@@ -365,7 +390,17 @@ def run(
     if node is None or node.is_node_zero:
         api.check_out_dir(out, resume)
     with _launcher(workloads_from, isolation, cluster=node) as launcher:
-        plan = api.make_plan(spec, launcher)
+        plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+        budget_run = None
+        if budget_s is not None:
+            budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
+        first = budget_run.plan_from(0, 0) if budget_run is not None else None
+        table, lines = cli_estimate.estimate_table(pre, f"plan: matrix {spec.name}", first, repeat, budget_s)
+        err_console.print(table)
+        for line in lines:
+            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if node is None or node.is_node_zero:
+            cli_estimate.write_estimates(out, pre, first)
         if node is not None and node.is_node_zero:
             err_console.print(
                 f"{node.describe()}: node 0 hosts each multi-node cell's rendezvous on port "
@@ -396,6 +431,7 @@ def run(
                 argv=sys.argv,
                 repeat=repeat,
                 options=run_options,
+                budget=budget_run,
             )
     from hpubench.tables import results_table
 
@@ -504,9 +540,19 @@ def list_cells(
     batch_size: BatchOpt = None,
     option: OptionOpt = None,
     workloads_from: FilesOpt = None,
+    estimates_from: EstimatesFromOpt = None,
+    budget: BudgetOpt = None,
+    repeat: Annotated[int, typer.Option("--repeat", help="With --budget: plan for N passes.")] = 1,
 ) -> None:
-    """What a run would do: every cell, and why the skipped ones are skipped. Runs nothing."""
-    from hpubench import api
+    """What a run would do: every cell with its estimated time and memory per device, and why the skipped
+    ones are skipped; with --budget, the steps each cell would get. Runs no cell (a short probe counts the
+    models on meta and times a linear layer)."""
+    from hpubench import api, cli_estimate
+
+    started = cli_estimate.now()
+    budget_s = cli_estimate.parse_budget(budget)
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
 
     spec = api.resolve_spec(
         matrix,
@@ -526,16 +572,15 @@ def list_cells(
         ),
     )
     with _launcher(workloads_from) as launcher:
-        plan = api.make_plan(spec, launcher)
-    table = Table(title=f"matrix {spec.name}: {len(plan.cells)} cells")
-    table.add_column("#", justify="right")
-    table.add_column("cell")
-    table.add_column("status")
-    for i, pc in enumerate(plan.cells, 1):
-        table.add_row(str(i), pc.cell.key, "run" if pc.runnable else f"skip: {pc.skip_reason}")
+        _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+    first = None
+    if budget_s is not None:
+        first = cli_estimate.start_budget(pre, budget_s, repeat, started).plan_from(0, 0)
+    title = f"matrix {spec.name}: {len(pre.cells)} cells"
+    table, lines = cli_estimate.estimate_table(pre, title, first, repeat, budget_s)
     out_console.print(table)
-    runnable = sum(pc.runnable for pc in plan.cells)
-    out_console.print(f"{runnable} to run, {len(plan.cells) - runnable} skipped")
+    for line in lines:
+        out_console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 @list_app.command("workloads")

@@ -15,5 +15,11 @@ def detect() -> Inventory:
             device_name = cls(0).device_name() if count else ""
         except Exception:  # a broken driver means "not usable here", never a crash of the harness
             count, device_name = 0, ""
-        found.append(DeviceInfo(name, count, device_name))
+        memory: tuple[int, bool] | None = None
+        if count:
+            try:
+                memory = cls(0).memory_available()
+            except Exception:  # unknown memory only costs the "cannot fit" check
+                memory = None
+        found.append(DeviceInfo(name, count, device_name, *(memory or (None, False))))
     return Inventory(tuple(found))

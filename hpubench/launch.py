@@ -413,8 +413,12 @@ class Launcher:
         on_event: Callable[[Event], None] | None = None,
         repeat: int = 1,
         options: RunOptions | None = None,
+        adjust: Callable[[int, int, PlannedCell], tuple[PlannedCell, float]] | None = None,
     ) -> list[CellResult]:
         """Run the plan in order, appending each record to ``store`` as soon as it exists.
+
+        ``adjust(position, repeat, planned)``, when given, is asked just before each cell and may change
+        its step counts or skip it, and shorten its timeout (``hpubench.preflight.BudgetRun``).
 
         ``options`` (profile, telemetry, memory timeline, loader pass) go to every worker unchanged,
         except that each cell gets its own trace file name; they never change a cell or its key.
@@ -444,6 +448,10 @@ class Launcher:
             for rep in range(repeat):
                 for i, pc in enumerate(planned):
                     index = rep * len(planned) + i + 1
+                    cell_timeout = timeout_s
+                    if adjust is not None:
+                        pc, limit = adjust(i, rep, pc)
+                        cell_timeout = min(timeout_s, limit)
                     cell = pc.cell
                     key = cell.key
                     previous = existing.get((key, rep))
@@ -475,7 +483,7 @@ class Launcher:
                         node0 = self.cluster is None or self.cluster.node_rank == 0
                         with _watch(feed_path(log) if node0 else None, emit, index, total, key) as watch:
                             result = self._multi_process_cell(
-                                cell, log, timeout_s, cell_options, rep, i, watch.path
+                                cell, log, cell_timeout, cell_options, rep, i, watch.path
                             )
                         result = replace(watch.keep_partial(result), repeat=rep)
                         kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
@@ -489,7 +497,7 @@ class Launcher:
                         log = store.log_path(key, rep)
                         with _watch(feed_path(log), emit, index, total, key) as watch:
                             result, dispatch_s = self._single_process_cell(
-                                cell, log, timeout_s, _cell_options(options, key, rep), watch.path
+                                cell, log, cell_timeout, _cell_options(options, key, rep), watch.path
                             )
                         result = replace(watch.keep_partial(result), repeat=rep)
                         store.append(result)

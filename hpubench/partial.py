@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from hpubench.metrics import build_metrics
+from hpubench.quality import with_quality
 from hpubench.record import STATUS_FAILED, CellResult, Metrics
 from hpubench.stepfeed import FeedHeader, FeedState
 
@@ -72,10 +73,12 @@ def with_partial(result: CellResult, feed: FeedState) -> CellResult:
     metrics = partial_metrics(header, feed)
     if metrics is None:
         facts["no_metrics"] = why_no_metrics(feed)
-    return replace(
-        result,
-        metrics=metrics,
-        step_times_s=feed.measured_s,
-        warmup_times_s=feed.warmup_s,
-        runtime={**header.runtime, **result.runtime, "partial": facts},
+    return with_quality(
+        replace(
+            result,
+            metrics=metrics,
+            step_times_s=feed.measured_s,
+            warmup_times_s=feed.warmup_s,
+            runtime={**header.runtime, **result.runtime, "partial": facts},
+        )
     )

@@ -104,3 +104,9 @@ def test_one_step_or_a_non_finite_loss_keeps_the_steps_but_makes_no_figures() ->
 def test_the_partial_record_survives_the_store_round_trip() -> None:
     r = with_partial(_failed(), FEED)
     assert CellResult.from_dict(r.to_dict()) == r
+
+
+def test_a_partial_record_is_judged_partial_with_its_reason() -> None:
+    r = with_partial(_failed(), FEED)
+    assert r.quality == "partial"
+    assert any("5 of 50" in line and "timed out" in line for line in r.quality_reasons), r.quality_reasons

@@ -77,6 +77,12 @@ class Accelerator(ABC):
     @abstractmethod
     def device_name(self) -> str: ...
 
+    def memory_available(self) -> tuple[int, bool] | None:
+        """Bytes a cell may use on this device and whether its devices share them (CPU ranks share the
+        host's RAM, so a cell's ranks divide it); None when unknown. Read at detection, for the
+        estimator's "cannot fit" skips (``hpubench.estimate``)."""
+        return None
+
     # ---- runtime ---------------------------------------------------------------------------------
     @abstractmethod
     def torch_device(self) -> torch.device: ...

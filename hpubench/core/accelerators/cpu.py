@@ -83,6 +83,11 @@ class CPUAccelerator(Accelerator):
     def device_name(self) -> str:
         return cpu_model_name()
 
+    def memory_available(self) -> tuple[int, bool] | None:
+        import psutil
+
+        return int(psutil.virtual_memory().available), True
+
     def torch_device(self) -> torch.device:
         import torch
 

@@ -59,6 +59,11 @@ class CUDAAccelerator(Accelerator):
 
         return torch.cuda.get_device_name(self.index)
 
+    def memory_available(self) -> tuple[int, bool] | None:
+        import torch
+
+        return int(torch.cuda.get_device_properties(self.index).total_memory), False
+
     def torch_device(self) -> torch.device:
         import torch
 
