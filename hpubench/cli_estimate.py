@@ -75,7 +75,7 @@ def estimate_table(
         if est is None:
             row += ["", "", ""]
         else:
-            t = est.cell_s(pc.cell.warmup_steps, pc.cell.steps)
+            t = est.cell_time_s(pc.cell)
             src = mark(est.time_source)
             if est.memory_source != est.time_source:
                 src += mark(est.memory_source)

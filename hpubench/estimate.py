@@ -38,6 +38,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hpubench.autosteps import AutoSteps
+from hpubench.cell import Cell
+from hpubench.stopping import MAX_AUTO_STEPS
+
 GIB = 1024**3
 # Whole-model rate / the calibrated linear-layer rate: an assumption. On this 2-core EPYC (quiet linear
 # rate ~180 GFLOP/s on 2 threads) gpt standard reached ~0.6 of it and resnet standard ~0.3 (the issue's
@@ -110,6 +114,22 @@ class Estimate:
     memory_bytes: int | None  # per device
     time_source: str
     memory_source: str
+
+    def steps_for(self, cell: Cell) -> int:
+        """Measured steps the cell runs: its fixed count, or under ``--steps auto`` the most it can take
+        (what max-time allows at the estimated step time, never fewer than min steps, never more than the
+        step cap): an estimate of an auto cell is an upper bound, since the target may stop it earlier."""
+        if cell.steps is not None:
+            return cell.steps
+        auto = cell.auto_steps or AutoSteps()
+        if self.step_s is None or self.step_s <= 0:
+            return auto.min_steps
+        by_time = math.ceil(auto.max_time_s / self.step_s)
+        return max(auto.min_steps, min(MAX_AUTO_STEPS, by_time))
+
+    def cell_time_s(self, cell: Cell) -> float | None:
+        """Wall time of ``cell`` at its own step counts (:meth:`steps_for`)."""
+        return self.cell_s(cell.warmup_steps, self.steps_for(cell))
 
     def cell_s(self, warmup_steps: int, steps: int) -> float | None:
         """Wall time of the cell with these step counts: fixed + first step + the rest."""

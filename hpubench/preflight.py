@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench import peaks
+from hpubench.autosteps import AutoSteps
 from hpubench.budget import BudgetItem, BudgetPlan, plan
 from hpubench.cell import PlannedCell
 from hpubench.errors import UsageError
@@ -65,7 +66,7 @@ class Preflight:
         for pc, est in zip(self.cells, self.estimates, strict=True):
             if not pc.runnable or est is None:
                 continue
-            s = est.cell_s(pc.cell.warmup_steps, pc.cell.steps)
+            s = est.cell_time_s(pc.cell)
             if s is None:
                 unknown += 1
             else:
@@ -242,9 +243,11 @@ def preflight(
 def _item(key: str, pc: PlannedCell, est: Estimate | None, slowdown: float = 1.0) -> BudgetItem:
     c = pc.cell
     if est is None or est.step_s is None or est.first_step_s is None:
-        return BudgetItem(key, c.warmup_steps, c.steps, None, None, None)
+        steps = c.steps if c.steps is not None else (c.auto_steps or AutoSteps()).min_steps
+        return BudgetItem(key, c.warmup_steps, steps, None, None, None)
     s = slowdown
-    return BudgetItem(key, c.warmup_steps, c.steps, est.fixed_s * s, est.first_step_s * s, est.step_s * s)
+    steps = est.steps_for(c)
+    return BudgetItem(key, c.warmup_steps, steps, est.fixed_s * s, est.first_step_s * s, est.step_s * s)
 
 
 class BudgetRun:
@@ -303,7 +306,7 @@ class BudgetRun:
         note: dict[str, Any] = {
             "budget_s": self.budget_s,
             "left_s": round(self.budget_s - (self.clock() - self.started), 1),
-            "asked": [c.warmup_steps, c.steps],
+            "asked": [c.warmup_steps, c.steps if c.steps is not None else "auto"],
             "given": [allot.warmup_steps, allot.steps],
             "estimate_s": allot.estimate_s,
             "slowdown": round(self.slowdown(), 3),
@@ -326,6 +329,9 @@ class BudgetRun:
         if allot.estimate_s is not None:
             limit = min(limit, CELL_OVERRUN * (allot.estimate_s + start_cost) + CELL_SLACK_S)
         note["timeout_s"] = round(limit, 1)
+        asked = _item(c.key, pc, self.pre.estimates[position]).steps
+        if c.steps is None and (allot.warmup_steps, allot.steps) == (c.warmup_steps, asked):
+            return pc, limit  # an auto cell the budget leaves whole keeps its own stopping rule
         return PlannedCell(replace(c, warmup_steps=allot.warmup_steps, steps=allot.steps)), limit
 
     def on_event(self, ev: Event) -> None:

@@ -135,13 +135,23 @@ def _recompiled(count: Any, counter: Any) -> Finding | None:
     )
 
 
-def _interfered(share: Any) -> Finding | None:
+def _interfered(share: Any, detail: Any) -> Finding | None:
+    """Interfered only when the share is over the bound by more than its resolution.
+
+    /proc/stat counts CPU time in ticks (10 ms), so over a window of a few ticks the share is only known
+    to within ``interference_detail["resolution"]`` (a 30 ms window on 2 CPUs: +-60%); a quiet short cell
+    would otherwise read as interfered by rounding alone. A collapsed cell runs long windows, where the
+    resolution is fine, so this never hides the collapse the measure exists for.
+    """
     x = _number(share)
-    if x is None or x <= INTERFERENCE_BOUND:
+    res = _number(detail.get("resolution")) if isinstance(detail, Mapping) else None
+    res = res or 0.0
+    if x is None or x - res <= INTERFERENCE_BOUND:
         return None
+    within = f", resolution ±{res:.0%}" if res >= 0.005 else ""
     return Finding(
         INTERFERED,
-        f"other processes used {x:.0%} of the window's core time (> {INTERFERENCE_BOUND:.0%} bound)",
+        f"other processes used {x:.0%} of the window's core time (> {INTERFERENCE_BOUND:.0%} bound{within})",
     )
 
 
@@ -189,7 +199,7 @@ def findings(
     found = [
         _partial(rt.get("partial"), len(times), planned_steps),
         _recompiled(rt.get("compiles_measured"), rt.get("compile_counter")),
-        _interfered(rt.get("interference")),
+        _interfered(rt.get("interference"), rt.get("interference_detail")),
         _unstable(times),
         _noisy(times, rel_halfwidth, rt.get("steps_stop")),
     ]

@@ -106,9 +106,14 @@ class AutoStop:
     the time limit can then overshoot by up to one round (25% of the steps so far).
     """
 
-    def __init__(self, rule: AutoSteps, agree: Agree | None = None) -> None:
+    def __init__(
+        self, rule: AutoSteps, agree: Agree | None = None, on_round: Callable[[str], None] | None = None
+    ) -> None:
+        """``on_round`` gets, at each round end, the interval's current width against the target, for the
+        live display (the step feed's ``note``): under auto steps "step n/N" has no N."""
         self.rule = rule
         self.agree = agree
+        self.on_round = on_round
         self._next = next_check(0, rule)
         self.rounds = 0
         self.last_half_width: float | None = None
@@ -119,6 +124,10 @@ class AutoStop:
         if round_end:
             self._next = next_check(n, self.rule)
             self.rounds += 1
+            if self.on_round is not None:
+                self.on_round(
+                    f"step {n}, interval ±{_pct(half_width(times))} (target {_pct(self.rule.target_ci)})"
+                )
         if self.agree is None:
             return stop_reason(times, elapsed_s, self.rule, round_end=round_end)
         if not round_end:

@@ -225,7 +225,7 @@ def _run(
     auto = None
     if cell.auto_steps is not None:
         agree = (lambda reason: strategy.gather(reason)[0]) if strategy.world_size > 1 else None
-        auto = AutoStop(cell.auto_steps, agree)
+        auto = AutoStop(cell.auto_steps, agree, on_round=feed.note if feed is not None else None)
     try:
         times = measure_steps(
             step,

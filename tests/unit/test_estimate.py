@@ -174,3 +174,24 @@ def test_formatting():
     assert E.format_duration(5) == "5.0 s" and E.format_duration(90) == "90 s"
     assert E.format_duration(600) == "10.0 min" and E.format_duration(13 * 3600) == "13.0 h"
     assert E.format_bytes(None) == "?" and E.format_bytes(E.GIB // 2) == "0.50 GiB"
+
+
+def _est(step_s: float | None) -> E.Estimate:
+    return E.Estimate(step_s, 1.0, 0.5, None, "test", "test")
+
+
+def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
+    from hpubench.autosteps import AutoSteps
+    from hpubench.cell import Cell
+    from hpubench.stopping import MAX_AUTO_STEPS
+
+    rule = AutoSteps(target_ci=0.02, min_steps=10, min_time_s=0.5, max_time_s=3.0)
+    auto = Cell("mlp", steps=None, auto_steps=rule)
+    assert _est(0.01).steps_for(auto) == 300  # max-time / step time
+    assert _est(1.0).steps_for(auto) == 10  # the minimum runs even past max-time
+    assert _est(1e-6).steps_for(auto) == MAX_AUTO_STEPS  # the step cap
+    assert _est(None).steps_for(auto) == 10
+    assert _est(0.01).cell_time_s(auto) == pytest.approx(0.5 + 1.0 + (3 - 1 + 300) * 0.01)
+    fixed = Cell("mlp", steps=20)
+    assert _est(0.01).steps_for(fixed) == 20
+    assert _est(0.01).cell_time_s(fixed) == _est(0.01).cell_s(3, 20)

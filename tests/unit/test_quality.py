@@ -372,3 +372,20 @@ def test_a_single_configuration_is_never_called_a_winner():
     assert (
         decide(Contender(100, float("nan"), float("nan"), OK), c(90, 1)).text == "not comparable: no interval"
     )
+
+
+def test_interference_within_its_tick_resolution_is_not_called_interference():
+    # A 30 ms window on 2 CPUs: /proc/stat's 10 ms ticks leave the share known to about +-60%.
+    short = {"interference": 0.15, "interference_detail": {"resolution": 0.62}}
+    assert assess(TIGHT, short).verdict == OK
+    # The same share measured over a long window (fine resolution) is interference.
+    fine = {"interference": 0.15, "interference_detail": {"resolution": 0.01}}
+    q = assess(TIGHT, fine)
+    assert q == Quality(
+        INTERFERED, ("other processes used 15% of the window's core time (> 10% bound, resolution ±1%)",)
+    )
+    # A collapsed cell (a half-busy machine over a long window) is caught whatever its resolution says,
+    # as long as the share is beyond the bound by more than it.
+    assert assess(TIGHT * 80, {"interference": 0.5, "interference_detail": {"resolution": 0.05}}).verdict == (
+        INTERFERED
+    )

@@ -195,3 +195,16 @@ def test_auto_steps_validation_and_knob_replacement() -> None:
         AutoSteps(min_time_s=5, max_time_s=2)
     a = with_knobs(AutoSteps(max_time_s=2.0), {"target_ci": 0.05})
     assert (a.target_ci, a.max_time_s) == (0.05, 2.0)
+
+
+def test_each_round_end_reports_the_interval_width_for_the_live_display() -> None:
+    rule = AutoSteps(target_ci=0.001, min_steps=10, min_time_s=0.0, max_time_s=1e6)
+    notes: list[str] = []
+    stop = AutoStop(rule, on_round=notes.append)
+    times = _noisy(60, 0.01, cv=0.2)
+    for n in range(1, len(times) + 1):
+        stop(times[:n], sum(times[:n]))
+    ends = sorted(e for e in _round_ends(rule, 60) if e <= 60)
+    assert len(notes) == len(ends)
+    assert notes[0].startswith(f"step {ends[0]}, interval ±") and notes[0].endswith("(target 0.1%)")
+    assert notes[-1] == f"step {ends[-1]}, interval ±{half_width(times[: ends[-1]]):.1%} (target 0.1%)"
