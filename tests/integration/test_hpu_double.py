@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch.nn.modules.module as module_mod
 from torch import nn
 
 from hpubench.cell import Cell
@@ -47,6 +48,12 @@ def _purge_double() -> None:
     if "habana_frameworks" in getattr(getattr(torch, "hpu", None), "__name__", ""):
         delattr(torch, "hpu")
     sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "hpubench_double_hook", None)]
+    # A lazy-mode double watches every module call through one global forward pre-hook; left behind, it
+    # would fire in later tests of this process (and fail there, the double's modules being gone).
+    hook = getattr(module_mod, "_hpubench_double_lazy_hook", None)
+    if hook is not None:
+        hook.remove()
+        module_mod._hpubench_double_lazy_hook = None
 
 
 def _load_sitecustomize() -> ModuleType:
