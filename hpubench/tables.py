@@ -18,6 +18,9 @@ if TYPE_CHECKING:  # the CLI imports this module on every start; numpy is not ne
     from hpubench.stats import Estimate
 
 
+NO_FIGURES = ("-",) * 7  # the figure columns of a row without a measurement
+
+
 def _fmt(x: float | None, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -73,13 +76,7 @@ def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tu
             records[0].key,
             _status(records[-1].status),
             verdict,
-            "-",
-            "-",
-            "-",
-            "-",
-            "-",
-            "-",
-            "-",
+            *NO_FIGURES,
             f"{counted}: {reason}",
         )
     rates = [r.metrics.samples_per_s for r, _ in ok]  # type: ignore[union-attr]
@@ -156,13 +153,7 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
                 r.key,
                 _status(r.status),
                 _quality(r.quality),
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
+                *NO_FIGURES,
                 r.reason or "",
             )
             continue
