@@ -155,7 +155,12 @@ BudgetOpt = Annotated[
     ),
 ]
 IsolationOpt = Annotated[
-    str, typer.Option("--isolation", help="fork (pre-warmed, fast) or spawn (fresh interpreter).")
+    str,
+    typer.Option(
+        "--isolation",
+        help="fork (pre-warmed server, tens of ms per cell) or spawn (a fresh interpreter per cell: pays "
+        "`import torch` again each time, seconds per cell; for stacks where forking after import is unsafe).",
+    ),
 ]
 
 
