@@ -238,62 +238,6 @@ def _boot_repeat_means(reps: list[np.ndarray], n_boot: int, rng: np.random.Gener
     return boot.mean(axis=1)
 
 
-def bootstrap_repeats_ratio_ci(
-    a: Repeats,
-    b: Repeats,
-    confidence: float = DEFAULT_CONFIDENCE,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = DEFAULT_SEED,
-) -> Estimate:
-    """``repeats_mean(b) / repeats_mean(a)`` with a two-level bootstrap CI, a and b resampled independently.
-
-    With step times as values, and a as the candidate, b as the base, this is the candidate's throughput
-    over the base's (same work per step): the inverse ratio of mean step times.
-    """
-    return bootstrap_geomean_ratio_ci([(a, b)], confidence=confidence, n_boot=n_boot, seed=seed)
-
-
-def bootstrap_geomean_ratio_ci(
-    pairs: Sequence[tuple[Repeats, Repeats]],
-    confidence: float = DEFAULT_CONFIDENCE,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = DEFAULT_SEED,
-) -> Estimate:
-    """Geometric mean over pairs of ``repeats_mean(b) / repeats_mean(a)``, with a CI that keeps every
-    pair's own noise.
-
-    A suite-wide speedup is a geometric mean because ratios multiply: a 2x win and a 2x loss should
-    cancel to 1, which an arithmetic mean (1.25) does not do. Each resample redraws every pair's a and b
-    independently (two-level: repetitions, then steps) and takes the geometric mean of the resampled
-    ratios, so the interval reflects measurement noise in all cells at once. The set of cells itself is
-    held fixed: the interval says how sure we are about *these* cells, not about cells that were not run.
-    """
-    if not pairs:
-        raise ValueError("need at least one (a, b) pair")
-    _check_ci_args(confidence, n_boot)
-    arrays = [(_repeat_arrays(a, "values in a"), _repeat_arrays(b, "values in b")) for a, b in pairs]
-    rng = np.random.default_rng(seed)
-    log_value = 0.0
-    log_boot = np.zeros(n_boot)
-    for xa, xb in arrays:
-        log_value += math.log(repeats_mean(xb) / repeats_mean(xa))
-        log_boot += np.log(_boot_repeat_means(xb, n_boot, rng)) - np.log(_boot_repeat_means(xa, n_boot, rng))
-    value = math.exp(log_value / len(arrays))
-    lo, hi = _interval(np.exp(log_boot / len(arrays)), value, confidence)
-    reps = sorted({len(xa) for xa, _ in arrays} | {len(xb) for _, xb in arrays})
-    return Estimate(
-        value=value,
-        lo=lo,
-        hi=hi,
-        confidence=confidence,
-        method=(
-            f"geometric mean over {len(arrays)} cell(s) of mean(b)/mean(a); percentile bootstrap resampling "
-            f"a and b independently, repetitions ({'/'.join(map(str, reps))}) then steps "
-            f"(n_boot={n_boot}, seed={seed})"
-        ),
-    )
-
-
 def bootstrap_repeats_throughput(
     repeats: Repeats,
     units_per_step: float,
