@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install browser smoke test bench lint format
+.PHONY: install browser smoke test bench bench-threads lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -27,8 +27,14 @@ browser:
 test: install browser
 	$(PY) -m pytest -q
 
+# Figures, not tests: harness/bare throughput and per-cell cost, then run-to-run spread and the collapse
+# guard. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores).
 bench: install
 	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/trust.py
+
+bench-threads: install
+	$(PY) benchmarks/threads.py
 
 lint:
 	$(PY) -m ruff check .

@@ -9,8 +9,9 @@ It prints figures and never asserts on timings; it is not part of the test suite
    same work: same model and seed, the same four synthetic batches cycled in the same order, same batch
    size, optimizer and learning rate, same warm-up and measured step counts. The bare loop runs in a child
    forked from this process after ``import torch`` and before any torch op, which is how hpubench's
-   zygote makes its cell children, so both sides run in a fresh process with the default torch thread
-   count (reported). The bare loop is timed the simplest honest way: one ``perf_counter`` around the whole
+   zygote makes its cell children, so both sides run in a fresh process with the threads (and affinity)
+   hpubench's CPU thread policy gives a one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1;
+   reported). The bare loop is timed the simplest honest way: one ``perf_counter`` around the whole
    measured loop after the warm-up, samples/s = batch size x steps / elapsed. No device sync is called:
    CPU ops are synchronous, so there is nothing to wait for (on CUDA or HPU the bare loop would need one
    sync before stopping the clock). hpubench's figure is the one in its record: batch size x steps over the
@@ -148,7 +149,13 @@ def _bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, step
     import torch
 
     import workloads
+    from hpubench.conditions import plan_threads, thread_policy
+    from hpubench.conditions_probe import affinity, apply_plan
     from hpubench.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
+
+    # The threads (and affinity) a one-process CPU cell gets under the same HPUBENCH_CPU_THREADS policy,
+    # set by the same functions; a user's OMP_NUM_THREADS (--threads) wins on both sides.
+    apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
 
     wl = workloads.get(workload_name)
     device = torch.device("cpu")
@@ -581,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
         "--threads",
         type=int,
         metavar="N",
-        help="set OMP_NUM_THREADS=N for both sides (default: leave torch's default thread count)",
+        help="set OMP_NUM_THREADS=N for both sides (default: both follow hpubench's CPU thread policy, "
+        "HPUBENCH_CPU_THREADS)",
     )
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:

@@ -425,7 +425,9 @@ def run(
             + (f"(x{repeat} repeats) " if repeat > 1 else "")
             + f"-> {out}"
         )
-        with LiveView(err_console, len(plan.cells) * repeat, runnable * repeat, progress_every) as view:
+        estimate = cli_estimate.run_estimate(pre, first, repeat)
+        total = len(plan.cells) * repeat
+        with LiveView(err_console, total, runnable * repeat, progress_every, estimate=estimate) as view:
             results = api.run_plan(
                 plan,
                 launcher,

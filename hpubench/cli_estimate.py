@@ -15,6 +15,7 @@ from rich.table import Table
 from hpubench.budget import BudgetPlan
 from hpubench.errors import UsageError
 from hpubench.estimate import format_bytes, format_duration, parse_duration
+from hpubench.eta import RunEstimate
 from hpubench.preflight import BudgetRun, Preflight, preflight, write_estimates
 
 
@@ -39,6 +40,23 @@ def estimate(plan: Any, launcher: Any, estimates_from: Sequence[Path] | None) ->
         estimates_from=[str(p) for p in estimates_from or []],
     )
     return replace(plan, cells=pre.cells), pre
+
+
+def run_estimate(pre: Preflight, budget: BudgetPlan | None, repeat: int) -> RunEstimate:
+    """Each plan position's estimated wall time, for the run's time left: the budget's allotment under
+    ``--budget`` (None where it skips the cell), else the cell's own estimate."""
+    by_key = {a.key: a for a in budget.allotments} if budget is not None else {}
+    per_index: list[float | None] = []
+    for rep in range(repeat):
+        for i, (pc, est) in enumerate(zip(pre.cells, pre.estimates, strict=True)):
+            t = None
+            if pc.runnable and budget is not None:
+                a = by_key.get(f"{rep}:{i}")
+                t = a.estimate_s if a is not None and a.runs else None
+            elif pc.runnable and est is not None:
+                t = est.cell_time_s(pc.cell)
+            per_index.append(t)
+    return RunEstimate(per_index)
 
 
 def start_budget(pre: Preflight, budget_s: float, repeat: int, started: float) -> BudgetRun:

@@ -38,7 +38,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hpubench.autosteps import AutoSteps
+from hpubench.autosteps import AutoSteps, warmup_extension
 from hpubench.cell import Cell
 from hpubench.stopping import MAX_AUTO_STEPS
 
@@ -128,8 +128,13 @@ class Estimate:
         return max(auto.min_steps, min(MAX_AUTO_STEPS, by_time))
 
     def cell_time_s(self, cell: Cell) -> float | None:
-        """Wall time of ``cell`` at its own step counts (:meth:`steps_for`)."""
-        return self.cell_s(cell.warmup_steps, self.steps_for(cell))
+        """Wall time of ``cell`` at its own step counts (:meth:`steps_for`), with the warm-up an auto cell
+        adds to reach its minimum time (:func:`hpubench.autosteps.warmup_extension`)."""
+        warmup = cell.warmup_steps
+        if cell.steps is None and self.step_s and warmup >= 1:
+            auto = cell.auto_steps or AutoSteps()
+            warmup += warmup_extension([self.step_s] * warmup, auto.min_time_s)
+        return self.cell_s(warmup, self.steps_for(cell))
 
     def cell_s(self, warmup_steps: int, steps: int) -> float | None:
         """Wall time of the cell with these step counts: fixed + first step + the rest."""

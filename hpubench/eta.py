@@ -2,8 +2,10 @@
 
 Every figure here is an estimate from what has run so far, and the text says so: a cell's time left is
 its measured steps left times its mean step time (the passes after the measured steps, loader and
-profile, are not in it); the run's is the cells still to run times the mean wall time of the cells that
-finished, plus the running cell's own estimate.
+profile, are not in it). The run's comes from the pre-flight estimates of the cells still to run, scaled
+by how the finished cells ran against theirs (:class:`RunEstimate`): cells differ by orders of magnitude,
+so the mean of the finished ones says little about the rest. Without estimates it falls back to the cells
+still to run times the mean wall time of the finished ones (:func:`run_left_s`).
 """
 
 from __future__ import annotations
@@ -106,6 +108,51 @@ def describe(progress: StepProgress, run_left: float | None = None) -> str:
     if run_left is not None:
         parts.append(f"run ~{format_duration(run_left)} left (estimate)")
     return ", ".join(parts)
+
+
+# How far the finished cells' actual/estimated ratio may scale the rest (as the budget's re-planning).
+SCALE_BOUNDS = (0.25, 20.0)
+
+
+class RunEstimate:
+    """The run's time left from per-cell estimates. ``per_index[i]`` is the estimated wall time of the
+    cell at plan position ``i + 1`` (the launcher's 1-based ``Event.index``, repeats included), None
+    for a skipped cell or one without an estimate."""
+
+    def __init__(self, per_index: Sequence[float | None]) -> None:
+        self.per_index = list(per_index)
+        self._est_done = 0.0
+        self._actual_done = 0.0
+
+    def finished(self, index: int, wall_s: float) -> None:
+        """The cell at ``index`` ran in ``wall_s``: later figures scale by actual / estimated."""
+        est = self._at(index)
+        if est is not None and est > 0:
+            self._est_done += est
+            self._actual_done += wall_s
+
+    def scale(self) -> float:
+        if self._est_done <= 0:
+            return 1.0
+        lo, hi = SCALE_BOUNDS
+        return min(hi, max(lo, self._actual_done / self._est_done))
+
+    def left_s(
+        self, index: int, running: bool, cell_elapsed_s: float | None = None, cell_left_s: float | None = None
+    ) -> float:
+        """Time left after (``running`` False) or including (True) the cell at ``index``."""
+        s = self.scale()
+        after = sum(e for e in self.per_index[index:] if e is not None) * s
+        if not running:
+            return after
+        if cell_left_s is not None:
+            return cell_left_s + after
+        est = self._at(index)
+        current = max(0.0, est * s - (cell_elapsed_s or 0.0)) if est is not None else 0.0
+        return current + after
+
+    def _at(self, index: int) -> float | None:
+        return self.per_index[index - 1] if 1 <= index <= len(self.per_index) else None
 
 
 class Throttle:

@@ -17,13 +17,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hpubench.eta import PLAIN_EVERY_S, StepProgress, Throttle, describe, format_duration, run_left_s
+from hpubench.eta import (
+    PLAIN_EVERY_S,
+    RunEstimate,
+    StepProgress,
+    Throttle,
+    describe,
+    format_duration,
+    run_left_s,
+)
 from hpubench.launch import Event
 
 
 class LiveView:
     """``on_event`` is the launcher's callback. ``to_run`` is how many cells will run (not skipped), for
-    the run's time left; ``plain_every_s`` spaces the plain lines (tests shorten it)."""
+    the run's time left; ``estimate``, the cells' pre-flight estimates, makes that figure far better
+    than the mean of the finished cells; ``plain_every_s`` spaces the plain lines (tests shorten it)."""
 
     def __init__(
         self,
@@ -32,8 +41,11 @@ class LiveView:
         to_run: int,
         plain_every_s: float = PLAIN_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
+        estimate: RunEstimate | None = None,
     ) -> None:
         self.console = console
+        self.estimate = estimate
+        self._index = 0  # the plan position of the latest event
         self.total = total
         self.to_run = to_run
         self.clock = clock
@@ -64,12 +76,17 @@ class LiveView:
     def run_left_s(self, progress: StepProgress | None = None) -> float | None:
         """The run's time left, estimated; ``progress`` is the running cell's, if one runs."""
         running = progress is not None
+        if self.estimate is not None:
+            if progress is None:
+                return self.estimate.left_s(self._index, running=False)
+            return self.estimate.left_s(self._index, True, progress.elapsed_s, progress.cell_left_s)
         after = max(0, self.to_run - self.ran - (1 if running else 0))
         if progress is None:
             return run_left_s(after, self.finished_wall_s)
         return run_left_s(after, self.finished_wall_s, progress.elapsed_s, progress.cell_left_s)
 
     def on_event(self, ev: Event) -> None:
+        self._index = ev.index
         if ev.kind == "started":
             self._cell_t0 = self.clock()
             self.throttle.restart(self._cell_t0)
@@ -85,6 +102,8 @@ class LiveView:
                 self.ran += 1
             if ev.kind == "finished" and self._cell_t0 is not None:
                 self.finished_wall_s.append(self.clock() - self._cell_t0)
+                if self.estimate is not None:
+                    self.estimate.finished(ev.index, self.finished_wall_s[-1])
                 self._cell_t0 = None
             text = f"{ev.kind} {ev.key}"
             left = self.run_left_s()

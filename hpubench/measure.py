@@ -45,6 +45,7 @@ def measure_steps(
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
     on_step_time: Callable[[str, int, float, float], None] | None = None,
+    more_warmup: Callable[[Sequence[float]], int] | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
 
@@ -54,13 +55,17 @@ def measure_steps(
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
     device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
-    time as it is taken (the step feed: ``hpubench.stepfeed``).
+    time as it is taken (the step feed: ``hpubench.stepfeed``). ``more_warmup(warmup_times)``, asked
+    once after the planned warm-up steps, returns how many more to run (a minimum warm-up time:
+    :func:`hpubench.autosteps.warmup_extension`); every rank of a distributed cell must get the same.
     """
     warmup: list[float] = []
     measured: list[float] = []
     losses: list[float] = []
     synchronize()
-    for i in range(warmup_steps):
+    planned = warmup_steps
+    i = 0
+    while i < planned:
         t0 = time.perf_counter()
         loss = step(batches[i % len(batches)])
         synchronize()
@@ -71,6 +76,9 @@ def measure_steps(
             on_step("warmup", i)
         if on_step_time is not None:
             on_step_time("warmup", i, warmup[-1], loss)
+        i += 1
+        if i == warmup_steps and more_warmup is not None:
+            planned += more_warmup(warmup)
     if on_warmup_done is not None:
         on_warmup_done()
     stop = fixed_steps(steps) if isinstance(steps, int) else steps
@@ -82,7 +90,7 @@ def measure_steps(
     reason = None
     while reason is None:
         t0 = time.perf_counter()
-        loss = step(batches[(warmup_steps + i) % len(batches)])
+        loss = step(batches[(len(warmup) + i) % len(batches)])
         synchronize()
         measured.append(time.perf_counter() - t0)
         # A host float (one device-to-host copy after the sync), never a tensor kept per step: the step

@@ -11,9 +11,10 @@ import datetime as _dt
 import os
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hpubench.autosteps import warmup_extension
 from hpubench.cell import Cell, flops_key
 from hpubench.errors import CellSkipped
 from hpubench.quality import with_quality
@@ -223,9 +224,17 @@ def _run(
 
     # --steps auto: in a distributed cell every rank adopts rank 0's decision, taken at round ends.
     auto = None
+    more_warmup = None
     if cell.auto_steps is not None:
         agree = (lambda reason: strategy.gather(reason)[0]) if strategy.world_size > 1 else None
         auto = AutoStop(cell.auto_steps, agree, on_round=feed.note if feed is not None else None)
+        min_warmup_s = cell.auto_steps.min_time_s
+
+        def more_warmup(warmup_s: Sequence[float]) -> int:
+            extra = warmup_extension(warmup_s, min_warmup_s)
+            # Every rank runs rank 0's count: a rank still warming up would meet the others' all-reduce.
+            return strategy.gather(extra)[0] if strategy.world_size > 1 else extra
+
     try:
         times = measure_steps(
             step,
@@ -235,6 +244,7 @@ def _run(
             auto if auto is not None else cell.steps,
             on_warmup_done=warmup_done,
             on_step_time=feed.on_step_time if feed is not None else None,
+            more_warmup=more_warmup,
             **meter.hooks(observation.measure_hooks()),
         )
         runtime.update(meter.record())
@@ -260,6 +270,11 @@ def _run(
         if feed is not None:
             feed.close()
     runtime["steps_stop"] = times.stop_reason
+    if len(times.warmup_s) > cell.warmup_steps:
+        runtime["warmup_extended"] = (
+            f"{cell.warmup_steps} warm-up steps + {len(times.warmup_s) - cell.warmup_steps} more to reach "
+            f"{cell.auto_steps.min_time_s if cell.auto_steps else 0:g} s after the first (--steps auto)"
+        )
     if auto is not None:
         runtime["steps_auto"] = auto.summary(times.measured_s)
     if strategy.world_size > 1:

@@ -74,6 +74,10 @@ def test_steps_auto_stops_within_max_time_and_says_why(cli, tmp_path):
         # the limit is checked after every step: the steps before the last one ran less than 3 s
         assert sum(rec["step_times_s"][:-1]) < 3.0
     assert rec["runtime"]["compiles_measured"] == 0
+    # the warm-up lasted the minimum time (0.5 s by default) after its first step
+    assert sum(rec["warmup_times_s"][1:]) >= 0.5
+    assert len(rec["warmup_times_s"]) > rec["cell"]["warmup_steps"]
+    assert "to reach 0.5 s after the first" in rec["runtime"]["warmup_extended"]
 
 
 @pytest.mark.parametrize(

@@ -85,3 +85,24 @@ def test_measure_steps_asks_the_stop_condition_after_every_step() -> None:
     assert all(e >= sum(out.measured_s[:n]) for n, e in asked)  # elapsed covers the steps measured so far
     fixed = measure_steps(lambda b: b[0].sum(), [(torch.ones(2),)], lambda: None, 1, 5)
     assert len(fixed.measured_s) == 5 and fixed.stop_reason == "fixed: 5 steps"
+
+
+def test_measure_steps_runs_the_extra_warmup_it_is_told_and_keeps_the_batch_order() -> None:
+    seen: list[int] = []
+    asked: list[int] = []
+    batches = [(torch.full((1,), float(k)),) for k in range(4)]
+
+    def step(b):
+        seen.append(int(b[0].item()))
+        return b[0].sum()
+
+    def more(warmup_s):
+        asked.append(len(warmup_s))
+        return 3
+
+    out = measure_steps(step, batches, lambda: None, 2, 4, more_warmup=more)
+    assert asked == [2]  # asked once, after the planned warm-up
+    assert len(out.warmup_s) == 5 and len(out.measured_s) == 4
+    assert seen == [k % 4 for k in range(9)]  # the measured steps continue the batch cycle
+    plain = measure_steps(step, batches, lambda: None, 2, 4)
+    assert len(plain.warmup_s) == 2

@@ -191,7 +191,8 @@ def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
     assert _est(1.0).steps_for(auto) == 10  # the minimum runs even past max-time
     assert _est(1e-6).steps_for(auto) == MAX_AUTO_STEPS  # the step cap
     assert _est(None).steps_for(auto) == 10
-    assert _est(0.01).cell_time_s(auto) == pytest.approx(0.5 + 1.0 + (3 - 1 + 300) * 0.01)
+    # warm-up: 3 planned steps, 48 more to last min_time (0.5 s) after the first, then 300 measured
+    assert _est(0.01).cell_time_s(auto) == pytest.approx(0.5 + 1.0 + (3 - 1 + 48 + 300) * 0.01)
     fixed = Cell("mlp", steps=20)
     assert _est(0.01).steps_for(fixed) == 20
     assert _est(0.01).cell_time_s(fixed) == _est(0.01).cell_s(3, 20)

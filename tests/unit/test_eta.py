@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hpubench.eta import (
+    SCALE_BOUNDS,
+    RunEstimate,
     StepProgress,
     Throttle,
     describe,
@@ -78,3 +80,27 @@ def test_the_throttle_lets_one_through_per_interval_and_restarts_with_a_cell() -
     assert not t.ready(105.0) and t.ready(110.0)
     with pytest.raises(ValueError):
         Throttle(0)
+
+
+def test_the_run_left_comes_from_the_estimates_of_the_cells_still_to_run_scaled_by_the_finished() -> None:
+    # five positions: a 100 s cell, a skip, three 1 s cells
+    est = RunEstimate([100.0, None, 1.0, 1.0, 1.0])
+    assert est.left_s(1, running=True, cell_elapsed_s=0.0) == pytest.approx(103.0)
+    # with the running cell's own projection, that wins over its estimate
+    assert est.left_s(1, True, cell_elapsed_s=10.0, cell_left_s=50.0) == pytest.approx(53.0)
+    est.finished(1, 200.0)  # ran twice as long as estimated: the rest is scaled by 2
+    assert est.scale() == pytest.approx(2.0)
+    assert est.left_s(1, running=False) == pytest.approx(6.0)
+    assert est.left_s(3, running=True, cell_elapsed_s=0.5) == pytest.approx(1.5 + 4.0)
+    assert est.left_s(5, running=False) == 0.0
+    est.finished(2, 999.0)  # a position without an estimate does not move the scale
+    assert est.scale() == pytest.approx(2.0)
+
+
+def test_the_scale_is_bounded_like_the_budgets() -> None:
+    est = RunEstimate([1.0, 1.0])
+    est.finished(1, 1000.0)
+    assert est.scale() == SCALE_BOUNDS[1]
+    fast = RunEstimate([1.0, 1.0])
+    fast.finished(1, 0.0)
+    assert fast.scale() == SCALE_BOUNDS[0]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
-from hpubench.eta import StepProgress
+from hpubench.eta import RunEstimate, StepProgress
 from hpubench.launch import Event
 from hpubench.liveview import LiveView
 
@@ -59,3 +60,16 @@ def test_on_a_terminal_the_bar_says_it_all_and_nothing_refreshes_by_itself() -> 
         assert view.finished_wall_s == [3.0]
         assert view.run_left_s() == 3.0  # one cell left, at the mean of the finished one
     assert "[1/2]" not in out.getvalue()
+
+
+def test_with_estimates_the_run_left_follows_them_not_the_mean_of_the_finished_cells() -> None:
+    out = io.StringIO()
+    clock = Clock()
+    # cell 1 estimated 2 s, cell 2 estimated 50 s: after cell 1 took 3 s, the rest is 50 x 1.5
+    view = LiveView(
+        Console(file=out, width=200), total=2, to_run=2, clock=clock, estimate=RunEstimate([2.0, 50.0])
+    )
+    with view:
+        _run_cell(view, clock, 1, ticks=3)
+        assert view.run_left_s() == pytest.approx(75.0)
+    assert "run ~1 min 15 s left (estimate)" in out.getvalue()

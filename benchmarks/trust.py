@@ -1,0 +1,173 @@
+"""Can one cell's figure be trusted on this machine? Run-to-run spread, and the collapse guard.
+
+Run with ``make bench`` (after ``overhead.py``) or
+``python benchmarks/trust.py [--quick] [--repeats N] [--json PATH]``. It prints figures and a verdict per
+check; it never asserts on timings and is not part of the test suite. CPU only. Every cell runs through the
+CLI as a user runs it (``python -m hpubench run ... -o TMP``: pre-warmed fork server, fresh store, the
+default CPU thread policy unless a check says otherwise), tiny size, 32-true, eager.
+
+1. Repeatability. ``--steps auto --repeat N`` (default 5) for mlp, gpt and resnet in one run, so the
+   repeats of the three workloads are interleaved passes as ``hpubench run --repeat`` makes them.
+   Reported per workload: the coefficient of variation of samples/s across the repeats (target <= 2% on a
+   quiet machine), the steps ``--steps auto`` chose, why it stopped, and each repeat's quality verdict.
+
+2. Collapse guard. The same cell, quiet and then with a CPU hog beside it (``python -c "while True:
+   pass"``, started before the run and killed after it), under the default thread policy (cores-1) and
+   under ``all`` (torch's one thread per core, the policy that collapses 40-100x beside a hog). The guard
+   holds when no cell run beside the hog comes out ``ok``: each must be ``interfered`` or ``noisy``,
+   whatever its throughput did. Reported: samples/s, busy/quiet, the recorded interference and the
+   verdict with its first reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HOG = "while True: pass"
+CV_TARGET = 0.02
+REPEATABILITY = {"full": ("mlp", "gpt", "resnet"), "quick": ("mlp", "gpt")}
+GUARD = {"full": ("mlp", "gpt"), "quick": ("mlp",)}
+GUARD_POLICIES = ("cores-1", "all")
+CELL_ARGS = ("--size", "tiny", "-a", "cpu", "--precision", "32-true", "--mode", "eager", "--no-telemetry")
+
+
+def _env(policy: str | None) -> dict[str, str]:
+    """This environment without a user's thread settings, so hpubench's policy decides."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env.pop("HPUBENCH_CPU_THREADS", None)
+    if policy is not None:
+        env["HPUBENCH_CPU_THREADS"] = policy
+    return env
+
+
+def run_cli(workloads: tuple[str, ...], extra: list[str], policy: str | None, busy: bool) -> list[dict]:
+    """Records of one ``hpubench run`` (empty when it wrote none); a hog runs beside it when ``busy``."""
+    hog = subprocess.Popen([sys.executable, "-c", HOG]) if busy else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="hpubench-trust-") as tmp:
+            args = [sys.executable, "-m", "hpubench", "run", "-w", ",".join(workloads), *CELL_ARGS, *extra]
+            proc = subprocess.run([*args, "-o", tmp], env=_env(policy), capture_output=True, text=True)
+            store = Path(tmp) / "cells.jsonl"
+            lines = store.read_text().splitlines() if store.exists() else []
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    if not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+        raise SystemExit(f"hpubench run wrote no record (exit {proc.returncode}): {tail}")
+    return [json.loads(line) for line in lines]
+
+
+def _sps(rec: dict[str, Any]) -> float | None:
+    return (rec.get("metrics") or {}).get("samples_per_s")
+
+
+def repeatability(workloads: tuple[str, ...], repeats: int) -> list[dict[str, Any]]:
+    recs = run_cli(workloads, ["--steps", "auto", "--repeat", str(repeats)], None, busy=False)
+    rows = []
+    for w in workloads:
+        mine = [r for r in recs if r["cell"]["workload"] == w and r["status"] == "ok"]
+        sps = [s for s in map(_sps, mine) if s]
+        cv = statistics.stdev(sps) / statistics.mean(sps) if len(sps) > 1 else None
+        rows.append(
+            {
+                "workload": w,
+                "runs": len(sps),
+                "samples_per_s": sps,
+                "cv": cv,
+                "steps": [r["metrics"]["measured_steps"] for r in mine],
+                "stop": sorted({r["runtime"].get("steps_stop", "") for r in mine}),
+                "quality": [r.get("quality") for r in mine],
+                "threads": mine[0]["runtime"]["threads"]["intra_op"] if mine else None,
+            }
+        )
+    return rows
+
+
+def collapse_guard(workloads: tuple[str, ...]) -> list[dict[str, Any]]:
+    rows = []
+    for policy in GUARD_POLICIES:
+        for w in workloads:
+            side = {}
+            for busy in (False, True):
+                (rec,) = run_cli((w,), ["--steps", "auto"], policy, busy)
+                reasons = rec.get("quality_reasons") or []
+                side["busy" if busy else "quiet"] = {
+                    "samples_per_s": _sps(rec),
+                    "quality": rec.get("quality"),
+                    "reason": reasons[0] if reasons else "",
+                    "interference": rec["runtime"].get("interference"),
+                    "threads": rec["runtime"]["threads"]["intra_op"],
+                }
+            rows.append({"workload": w, "policy": policy, **side})
+    return rows
+
+
+def _f(v: float | None, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def print_report(rep: list[dict[str, Any]], guard: list[dict[str, Any]], repeats: int) -> None:
+    """Print both checks, each with whether its target held (figures, not a test: the exit code is 0)."""
+    print(f"\n1. Repeatability: one cell, --steps auto, {repeats} interleaved repeats (target CV <= 2%)")
+    print(f"   {'workload':<9}{'threads':>8}{'median samples/s':>18}{'CV':>8}  {'steps chosen':<22}quality")
+    ok_rep = True
+    for r in rep:
+        med = statistics.median(r["samples_per_s"]) if r["samples_per_s"] else None
+        held = r["cv"] is not None and r["cv"] <= CV_TARGET
+        ok_rep &= held
+        steps = f"{min(r['steps'])}-{max(r['steps'])}" if r["steps"] else "-"
+        qual = ",".join(str(q) for q in r["quality"])
+        cv = _f(r["cv"] * 100 if r["cv"] is not None else None, ".2f") + "%"
+        print(f"   {r['workload']:<9}{r['threads']!s:>8}{_f(med, ',.1f'):>18}{cv:>8}  {steps:<22}{qual}")
+        print(f"   {'':<9}stopped: {'; '.join(r['stop'])}")
+    print(f"   -> {'holds' if ok_rep else 'NOT met'}: every CV <= {CV_TARGET:.0%}")
+    print("\n2. Collapse guard: the same cell quiet and beside a CPU hog (python -c 'while True: pass')")
+    head = f"   {'workload':<9}{'policy':<9}{'thr':>4}{'quiet s/s':>12}{'busy s/s':>12}{'busy/quiet':>11}"
+    print(f"{head}{'intf q/b':>12}  quality quiet -> busy")
+    ok_guard = True
+    for g in guard:
+        q, b = g["quiet"], g["busy"]
+        ratio = b["samples_per_s"] / q["samples_per_s"] if q["samples_per_s"] and b["samples_per_s"] else None
+        ok_guard &= b["quality"] in ("interfered", "noisy")
+        intf = f"{_f(q['interference'], '.2f')}/{_f(b['interference'], '.2f')}"
+        print(
+            f"   {g['workload']:<9}{g['policy']:<9}{q['threads']!s:>4}{_f(q['samples_per_s'], ',.0f'):>12}"
+            f"{_f(b['samples_per_s'], ',.0f'):>12}{_f(ratio, '.3f'):>11}{intf:>12}  "
+            f"{q['quality']} -> {b['quality']}"
+        )
+        if b["reason"]:
+            print(f"   {'':<9}busy: {b['reason']}")
+    print(f"   -> {'holds' if ok_guard else 'BROKEN'}: no cell beside the hog came out ok")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer workloads (mlp, gpt; guard: mlp)")
+    ap.add_argument("--repeats", type=int, default=5, help="repeats for the repeatability check (default 5)")
+    ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    args = ap.parse_args(argv)
+    if args.repeats < 2:
+        ap.error("--repeats must be >= 2 (a spread needs two runs)")
+    mode = "quick" if args.quick else "full"
+    load = os.getloadavg()[0]
+    print(f"hpubench trust benchmark ({mode}): {os.cpu_count()} CPUs, load {load:.2f}", flush=True)
+    rep = repeatability(REPEATABILITY[mode], args.repeats)
+    guard = collapse_guard(GUARD[mode])
+    print_report(rep, guard, args.repeats)
+    if args.json:
+        args.json.write_text(json.dumps({"repeatability": rep, "collapse_guard": guard}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
