@@ -38,6 +38,7 @@ def estimate(plan: Any, launcher: Any, estimates_from: Sequence[Path] | None) ->
         workload_files=launcher.workload_files,
         env=launcher.base_env,
         estimates_from=[str(p) for p in estimates_from or []],
+        runner=launcher.probe if launcher.isolation == "fork" else None,
     )
     return replace(plan, cells=pre.cells), pre
 

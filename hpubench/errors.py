@@ -7,3 +7,7 @@ class UsageError(Exception):
 
 class CellSkipped(Exception):
     """Raised inside a worker when a cell turns out not to be runnable here; the message is the reason."""
+
+
+class ProbeFailed(Exception):
+    """The estimate probe gave no result; the message says why, in one line (the run goes on unestimated)."""

@@ -31,7 +31,7 @@ from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell, flops_key
 from hpubench.cellwatch import CellWatch
 from hpubench.cluster import ClusterEnv
-from hpubench.errors import UsageError
+from hpubench.errors import ProbeFailed, UsageError
 from hpubench.eta import StepProgress
 from hpubench.inventory import Inventory
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
@@ -374,6 +374,29 @@ class Launcher:
                 f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
             )
         return Inventory.from_dict(data["inventory"]), dict(z.catalog)
+
+    def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
+        """``hpubench.probe`` (estimates' model facts and rates) with ``args``, in a child forked from the
+        pre-warmed server, which has torch and the workload files loaded already: a fresh interpreter
+        would pay ``import torch`` again. Raises ProbeFailed with the reason (spawn isolation included:
+        the caller then runs the probe on its own)."""
+        if self.isolation == "spawn":
+            raise ProbeFailed("no pre-warmed worker under spawn isolation")
+        out = self._next_path("probe.json")
+        log = self._next_path("probe.log")
+        try:
+            z = self._zygote(())
+            reply = z.request(
+                {"op": "probe", "argv": args, "out": str(out), "log": str(log), "timeout_s": timeout_s},
+                timeout_s + ZYGOTE_REPLY_SLACK_S,
+            )
+        except (_ZygoteStartFailed, _ZygoteDied) as exc:
+            self._drop(())
+            raise ProbeFailed(f"the worker process died ({exc})") from None
+        data = self._read_out(out)
+        if data is None:
+            raise ProbeFailed(f"{self._why_no_result(reply)}; last log line: {self._last_line(log)}")
+        return data
 
     def _detect_spawned(self, out: Path, log: Path) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
         args = [self.python, "-m", "hpubench.zygote", "--detect", str(out)]

@@ -23,7 +23,7 @@ from hpubench import peaks
 from hpubench.autosteps import AutoSteps
 from hpubench.budget import BudgetItem, BudgetPlan, plan
 from hpubench.cell import PlannedCell
-from hpubench.errors import UsageError
+from hpubench.errors import ProbeFailed, UsageError
 from hpubench.estimate import (
     PRECISION_DTYPE,
     Calibration,
@@ -97,6 +97,33 @@ def _facts_key(pc: PlannedCell) -> str:
     return f"{pc.cell.workload}|{pc.cell.size}|{pc.cell.batch_size or 0}"
 
 
+# argv for hpubench.probe.main (without --out), a timeout in seconds -> the probe's JSON result.
+ProbeRunner = Callable[[list[str], float], dict[str, Any]]
+
+
+def _probe_subprocess(
+    args: list[str], python: str, workload_files: Sequence[str], env: dict[str, str]
+) -> dict[str, Any]:
+    out = Path(env.get("TMPDIR", "/tmp")) / f"hpubench-probe-{os.getpid()}-{time.monotonic_ns()}.json"
+    argv = [python, "-m", "hpubench.probe", "--out", str(out), *args]
+    for f in workload_files:
+        argv += ["--workloads-from", f]
+    root = str(Path(__file__).resolve().parent.parent)
+    child_env = dict(env)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    child_env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    try:
+        proc = subprocess.run(argv, env=child_env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        data = json.loads(out.read_text()) if proc.returncode == 0 else None
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise ProbeFailed(type(exc).__name__) from None
+    finally:
+        out.unlink(missing_ok=True)
+    if data is None:
+        raise ProbeFailed((proc.stderr.strip().splitlines() or ["no output"])[-1])
+    return data
+
+
 def run_probe(
     cells: Sequence[PlannedCell],
     *,
@@ -105,37 +132,33 @@ def run_probe(
     env: dict[str, str],
     calibrate: bool = True,
     host_accelerators: Sequence[str] = (),
+    runner: ProbeRunner | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Calibration], str | None]:
     """Model facts per ``workload|size|batch`` (batch 0: the size's default) and each accelerator's
-    calibration, from one ``python -m hpubench.probe`` child; a failed probe gives nothing and says why."""
+    calibration, from ``hpubench.probe``; a failed probe gives nothing and says why.
+
+    ``runner(argv, timeout_s)`` runs the probe in a child that already imported torch and the workload
+    files (the launcher's pre-warmed fork server: ``Launcher.probe``) and returns its JSON, or raises
+    ``ProbeFailed``; without one, a ``python -m hpubench.probe`` interpreter pays ``import torch`` again.
+    """
     runnable = [pc for pc in cells if pc.runnable]
     if not runnable:
         return {}, {}, None
-    out = Path(env.get("TMPDIR", "/tmp")) / f"hpubench-probe-{os.getpid()}-{time.monotonic_ns()}.json"
-    args = [python, "-m", "hpubench.probe", "--out", str(out), "--cache", str(_cache_path())]
+    args = ["--cache", str(_cache_path())]
     for key in dict.fromkeys(_facts_key(pc) for pc in runnable):
         args += ["--cell", key]
-    for f in workload_files:
-        args += ["--workloads-from", f]
     if calibrate:
         for acc in dict.fromkeys(pc.cell.accelerator for pc in runnable):
             args += ["--calibrate", f"{acc}:host" if acc in host_accelerators else acc]
         for dtype in dict.fromkeys(PRECISION_DTYPE.get(pc.cell.precision, "fp32") for pc in runnable):
             args += ["--dtype", dtype]
-    root = str(Path(__file__).resolve().parent.parent)
-    child_env = dict(env)
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    child_env["PYTHONPATH"] = os.pathsep.join([root, *paths])
     try:
-        proc = subprocess.run(args, env=child_env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-        data = json.loads(out.read_text()) if proc.returncode == 0 else None
-    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
-        return {}, {}, f"the estimate probe failed ({type(exc).__name__})"
-    finally:
-        out.unlink(missing_ok=True)
-    if data is None:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {}, {}, f"the estimate probe failed: {last}"
+        if runner is not None:
+            data = runner(args, PROBE_TIMEOUT_S)
+        else:
+            data = _probe_subprocess(args, python, workload_files, env)
+    except ProbeFailed as exc:
+        return {}, {}, f"the estimate probe failed: {exc}"
     facts_out: dict[str, dict[str, Any]] = {}
     by_default = {f"{k.split('|')[0]}|{k.split('|')[1]}": v for k, v in data["facts"].items()}
     for pc in runnable:
@@ -223,15 +246,17 @@ def preflight(
     workload_files: Sequence[str],
     env: dict[str, str],
     estimates_from: Sequence[str] = (),
+    runner: ProbeRunner | None = None,
 ) -> Preflight:
-    """Estimates for a planned matrix: earlier results where given, else the probe's counts and rates."""
+    """Estimates for a planned matrix: earlier results where given, else the probe's counts and rates
+    (``runner``: where the probe runs, see :func:`run_probe`)."""
     for p in estimates_from:
         if not Path(p).exists():
             raise UsageError(f"--estimates-from {p}: no such results directory; give a run directory")
     measured = load_measured(estimates_from)
     host = [d.accelerator for d in inventory.devices if inventory.shares_memory(d.accelerator)]
     facts, cals, problem = run_probe(
-        cells, python=python, workload_files=workload_files, env=env, host_accelerators=host
+        cells, python=python, workload_files=workload_files, env=env, host_accelerators=host, runner=runner
     )
     new_cells, estimates = estimate_plan(cells, inventory, facts, cals, measured)
     return Preflight(new_cells, estimates, cals, facts, problem)

@@ -1,5 +1,6 @@
 """The thin torch layer under the estimator: what a cell's model is, counted on ``meta``, and how fast
-this machine multiplies matrices. Runs in a throw-away child (``python -m hpubench.probe``).
+this machine multiplies matrices. Runs in a throw-away child: forked from the launcher's pre-warmed
+server (``Launcher.probe``), or ``python -m hpubench.probe`` under spawn isolation.
 
 Why a child: counting imports torch and the workloads (and a calibration touches the device), which the
 launcher process must never do (``hpubench.zygote`` explains why). Why ``meta``: it costs no memory and

@@ -21,13 +21,16 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
   ``RunOptions.to_dict()``, optional; ``flops_hints``: FLOP counts earlier cells made, optional;
   ``feed``: where the child streams its step times, ``hpubench.stepfeed``, optional),
   ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
+  ``{"op": "probe", "argv": [ARG, ...], "out": PATH, "log": PATH, "timeout_s": T}`` (the estimates'
+  probe, ``hpubench.probe``, with torch and the workload files loaded already),
   ``{"op": "exit"}``. End of input means the launcher is gone: the running child is killed, the
   zygote exits.
 - zygote -> launcher per request: ``{"forked": PID}`` as soon as the child exists, then
   ``{"status": "exited"|"signaled"|"timeout", "exitcode": N|null, "signal": N|null, "wall_s": T,
   "pid": PID}``; a malformed request gets ``{"error": MESSAGE}``.
 - the child's ``out`` file: ``{"result": CellResult.to_dict(), "child_started_at": EPOCH,
-  "child_finished_at": EPOCH}`` for run, ``{"inventory": {...}}`` for detect.
+  "child_finished_at": EPOCH}`` for run, ``{"inventory": {...}}`` for detect, the probe's JSON for
+  probe.
 
 ``python -m hpubench.zygote --once CELL_JSON OUT LOG`` runs one cell in this fresh interpreter instead
 (``isolation="spawn"``: platforms or device stacks where forking a process that imported torch is
@@ -356,9 +359,15 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
                 req.get("flops_hints"),
                 req.get("feed"),
             )
+            code = 0
+        elif req["op"] == "probe":
+            # Deferred like every hpubench import here: the server imports what a cell needs in prepare().
+            from hpubench import probe
+
+            code = probe.main([*req["argv"], "--out", req["out"]])
         else:
             _detect_to_file(req["out"])
-        code = 0
+            code = 0
     except BaseException:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
@@ -378,6 +387,10 @@ def _fork_and_wait(req: dict[str, Any], proto_fd: int, control: LineChannel) -> 
             return {"error": f"request needs a string {key!r}"}
     if req["op"] == "run" and not isinstance(req.get("cell"), dict):
         return {"error": "run request needs a 'cell' object"}
+    if req["op"] == "probe" and not (
+        isinstance(req.get("argv"), list) and all(isinstance(a, str) for a in req["argv"])
+    ):
+        return {"error": "probe request needs an 'argv' list of strings"}
     timeout_s = float(req.get("timeout_s") or 3600.0)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -441,7 +454,7 @@ def serve(workload_files: list[str]) -> int:
             continue
         if op == "exit":
             return 0
-        if op not in ("run", "detect"):
+        if op not in ("run", "detect", "probe"):
             send(proto_fd, {"error": f"unknown op {op!r}"})
             continue
         reply = _fork_and_wait(req, proto_fd, control)
