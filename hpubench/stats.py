@@ -162,50 +162,6 @@ def throughput(
     )
 
 
-def bootstrap_ratio_ci(
-    a: Sequence[float] | np.ndarray,
-    b: Sequence[float] | np.ndarray,
-    stat: Stat = np.mean,
-    confidence: float = DEFAULT_CONFIDENCE,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = DEFAULT_SEED,
-) -> Estimate:
-    """``stat(b) / stat(a)`` with a CI from resampling ``a`` and ``b`` independently.
-
-    Made for comparing two result sets (a = baseline step times, b = current): the two runs are
-    independent measurements, so each is resampled on its own rather than in pairs. ``stat`` is a
-    numpy-style reducer taking ``axis`` (``np.mean``, ``np.median``); the mean is the default because a
-    ratio of mean step times is exactly the inverse ratio of throughputs. Values must be positive (step
-    times or rates), which keeps the ratio defined in every resample.
-    """
-    xa = _as_samples(a, "values in a")
-    xb = _as_samples(b, "values in b")
-    _check_ci_args(confidence, n_boot)
-    value = float(stat(xb)) / float(stat(xa))
-    rng = np.random.default_rng(seed)
-    rows = max(1, _MAX_CHUNK_ELEMENTS // max(xa.size, xb.size))
-    parts = []
-    done = 0
-    while done < n_boot:
-        k = min(rows, n_boot - done)
-        ia = rng.integers(0, xa.size, size=(k, xa.size))
-        ib = rng.integers(0, xb.size, size=(k, xb.size))
-        parts.append(np.asarray(stat(xb[ib], axis=1)) / np.asarray(stat(xa[ia], axis=1)))
-        done += k
-    lo, hi = _interval(np.concatenate(parts), value, confidence)
-    name = getattr(stat, "__name__", "stat")
-    return Estimate(
-        value=value,
-        lo=lo,
-        hi=hi,
-        confidence=confidence,
-        method=(
-            f"percentile bootstrap of {name}(b)/{name}(a), independent resampling "
-            f"(n_boot={n_boot}, seed={seed})"
-        ),
-    )
-
-
 # ---- repetitions: one cell measured in several independent runs (``hpubench run --repeat N``) ----------
 
 Repeats = Sequence[Sequence[float] | np.ndarray]

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.stats import Estimate, bootstrap_ratio_ci, describe, throughput
+from hpubench.stats import describe, throughput
 
 # ---- describe ---------------------------------------------------------------------------------------
 
@@ -134,56 +134,3 @@ def test_scaling_step_times_scales_throughput_inversely(times, k):
     assert scaled.value == pytest.approx(base.value / k, rel=1e-9)
     assert scaled.lo == pytest.approx(base.lo / k, rel=1e-9)
     assert scaled.hi == pytest.approx(base.hi / k, rel=1e-9)
-
-
-# ---- ratio CI ---------------------------------------------------------------------------------------
-
-
-def test_ratio_ci_of_means():
-    rng = np.random.default_rng(11)
-    a = rng.lognormal(-3, 0.2, 50)
-    b = 1.25 * rng.lognormal(-3, 0.2, 50)
-    est = bootstrap_ratio_ci(a, b)
-    assert isinstance(est, Estimate)
-    assert est.value == pytest.approx(np.mean(b) / np.mean(a))
-    assert est.lo <= est.value <= est.hi
-    assert est.contains(1.25) and not est.contains(1.0)
-    assert bootstrap_ratio_ci(a, b) == est  # seeded
-
-
-def test_ratio_ci_of_identical_distributions_contains_one():
-    rng = np.random.default_rng(5)
-    a, b = rng.lognormal(-3, 0.3, 80), rng.lognormal(-3, 0.3, 80)
-    assert bootstrap_ratio_ci(a, b).contains(1.0)
-
-
-def test_ratio_ci_with_median():
-    a = [1.0, 1.1, 0.9, 1.0, 5.0]
-    b = [2.0, 2.2, 1.8, 2.0, 2.1]
-    est = bootstrap_ratio_ci(a, b, stat=np.median)
-    assert est.value == pytest.approx(2.0)
-    assert "median" in est.method
-
-
-def test_ratio_ci_coverage():
-    rng = np.random.default_rng(99)
-    ratio, hits, trials = 0.8, 0, 150
-    for trial in range(trials):
-        a = rng.lognormal(-3, 0.3, 40)
-        b = ratio * rng.lognormal(-3, 0.3, 40)
-        hits += bootstrap_ratio_ci(a, b, n_boot=800, seed=trial).contains(ratio)
-    assert hits / trials >= 0.88
-
-
-@pytest.mark.parametrize(("a", "b"), [([1.0], [1.0, 2.0]), ([1.0, 2.0], [0.0, 1.0]), ([1.0, 2.0], [])])
-def test_ratio_ci_rejects_bad_input(a, b):
-    with pytest.raises(ValueError):
-        bootstrap_ratio_ci(a, b)
-
-
-@settings(max_examples=40, deadline=None)
-@given(a=_times, b=_times, seed=st.integers(0, 1000))
-def test_ratio_interval_contains_its_value_and_inverts(a, b, seed):
-    ab = bootstrap_ratio_ci(a, b, n_boot=200, seed=seed)
-    assert ab.lo <= ab.value <= ab.hi
-    assert ab.value == pytest.approx(np.mean(b) / np.mean(a))
