@@ -64,7 +64,8 @@ class Estimate:
         return (self.hi - self.lo) / 2 / abs(self.value) if self.value else float("inf")
 
 
-def _as_samples(values: Sequence[float] | np.ndarray, what: str = "step times") -> np.ndarray:
+def as_samples(values: Sequence[float] | np.ndarray, what: str = "step times") -> np.ndarray:
+    """``values`` as a flat float array of at least 2 positive finite numbers; ValueError naming them."""
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"{what} must be a flat sequence, got shape {x.shape}")
@@ -89,7 +90,7 @@ def _check_ci_args(confidence: float, n_boot: int) -> None:
 
 def describe(step_times_s: Sequence[float] | np.ndarray) -> StepStats:
     """Summary statistics; percentiles use linear interpolation (numpy's default), so they match numpy."""
-    x = _as_samples(step_times_s)
+    x = as_samples(step_times_s)
     mean = float(x.mean())
     std = float(x.std(ddof=1))
     p50, p90, p99 = (float(v) for v in np.percentile(x, [50, 90, 99]))
@@ -143,7 +144,7 @@ def throughput(
     The interval resamples whole steps with replacement and recomputes the same ratio: a seeded
     percentile bootstrap, identical for identical inputs and seed.
     """
-    x = _as_samples(step_times_s)
+    x = as_samples(step_times_s)
     if not np.isfinite(units_per_step) or units_per_step <= 0:
         raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
     _check_ci_args(confidence, n_boot)
@@ -170,7 +171,7 @@ Repeats = Sequence[Sequence[float] | np.ndarray]
 def _repeat_arrays(repeats: Repeats, what: str) -> list[np.ndarray]:
     if len(repeats) == 0:
         raise ValueError(f"need at least one repetition of {what}")
-    return [_as_samples(r, what) for r in repeats]
+    return [as_samples(r, what) for r in repeats]
 
 
 def repeats_mean(repeats: Repeats) -> float:
@@ -266,7 +267,7 @@ def batch_length(step_times_s: Sequence[float] | np.ndarray) -> int:
     correlated and understate the error several-fold; with the autocorrelation time the p-values stay
     within about 2x of nominal even there (checked by simulation in the unit tests).
     """
-    x = np.log(_as_samples(step_times_s))
+    x = np.log(as_samples(step_times_s))
     n = x.size
     x = x - x.mean()
     denom = float(np.dot(x, x))
@@ -297,7 +298,7 @@ def run_location(
     """
     if statistic not in LOCATIONS:
         raise ValueError(f"statistic must be one of {', '.join(LOCATIONS)}, got {statistic!r}")
-    x = _as_samples(step_times_s)
+    x = as_samples(step_times_s)
     if not math.isfinite(units_per_step) or units_per_step <= 0:
         raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
     b = batch_length(x)
@@ -335,7 +336,7 @@ def run_value(
         raise ValueError(f"statistic must be one of {', '.join(LOCATIONS)}, got {statistic!r}")
     if not math.isfinite(units_per_step) or units_per_step <= 0:
         raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
-    x = _as_samples(step_times_s)
+    x = as_samples(step_times_s)
     v = (
         float(x.mean())
         if statistic == "mean"
@@ -713,7 +714,7 @@ def pytest_benchmark_stats(times_s: Sequence[float] | np.ndarray) -> dict[str, f
     ``hd15iqr`` its upper counterpart, ``outliers`` is
     "<beyond 1 std>;<beyond 1.5 IQR>", ``ops`` is rounds per second of total time.
     """
-    x = sorted(float(v) for v in _as_samples(times_s))
+    x = sorted(float(v) for v in as_samples(times_s))
     n = len(x)
     mean = math.fsum(x) / n
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in x) / (n - 1))

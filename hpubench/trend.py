@@ -22,6 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from hpubench.stats import as_samples
+
 # Exact null distribution up to this many steps in total (a one-off table of at most 51 x 1276 counts);
 # above it the tie-corrected normal approximation, which is within a few percent of exact from ~20 per side.
 EXACT_MAX_STEPS = 50
@@ -106,11 +108,7 @@ def mann_whitney(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarra
 
 def halves_test(step_times_s: Sequence[float] | np.ndarray) -> HalvesTest:
     """Compare the first half of the steps with the second; needs at least 2 steps."""
-    x = np.asarray(step_times_s, dtype=np.float64)
-    if x.ndim != 1 or x.size < 2:
-        raise ValueError(f"need at least 2 step times, got {x.size}")
-    if not np.all(np.isfinite(x)) or np.any(x <= 0):
-        raise ValueError("step times must be positive finite numbers")
+    x = as_samples(step_times_s)
     half = x.size // 2
     first, second = x[:half], x[x.size - half :]
     p, method = mann_whitney(first, second)
