@@ -152,8 +152,10 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
     versions = dict(dev.software_versions())
     versions["driver"] = _read_first(DRIVER_VERSION_FILES)
     versions["firmware"] = _read_first(FIRMWARE_VERSION_GLOBS)
-    bridge_name = dev.device_name()
-    names = tuple(hlml["names"]) if hlml is not None else (bridge_name,) * count
+    # The bridge's name is the one the matrix rules read (C9); HLML's product names go to the facts.
+    names = (dev.device_name(),) * count
+    if hlml is not None:
+        extra["hlml_names"] = hlml["names"]
     memory = tuple(hlml["memory"]) if hlml is not None else ()
     unavailable: tuple[tuple[str, str], ...] = ()
     mine = f"module {environ[MODULE_ID_ENV]}" if MODULE_ID_ENV in environ else "the first free visible module"
