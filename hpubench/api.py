@@ -11,9 +11,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import cluster, matrix
+from hpubench import cluster, doctor, doctor_probe, matrix
 from hpubench.cell import PlannedCell
-from hpubench.errors import UsageError
+from hpubench.core import accelerators
+from hpubench.errors import ProbeFailed, UsageError
 from hpubench.inventory import Inventory
 from hpubench.launch import Event, Launcher
 from hpubench.preflight import BudgetedStore, BudgetRun
@@ -53,6 +54,39 @@ def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
     cells = matrix.expand(spec, inventory, catalog)
     cluster.check_cells(launcher.cluster, [pc.cell for pc in cells if pc.runnable])
     return Plan(spec, inventory, catalog, cells)
+
+
+def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.Finding], dict[str, Any]]:
+    """``hpubench doctor``: every finding about this machine and the facts behind them.
+
+    The host's facts are read here; torch's and the devices' in a fresh child (``detect_for_doctor``);
+    each accelerator judges its own facts; the plan is ``spec`` expanded as ``make_plan`` does (without
+    the memory-fit estimates of ``list cells``, which run a probe).
+    """
+    host = doctor_probe.host_facts()
+    found = doctor.host_findings(host)
+    facts: dict[str, Any] = {"host": asdict(host)}
+    try:
+        data = launcher.detect_for_doctor()
+    except ProbeFailed as exc:
+        found.append(doctor.torch_finding(None, f"the detection child failed: {exc}"))
+        found.append(
+            doctor.Finding(
+                doctor.PLAN, "cells", doctor.WARN, "not planned: detection failed", "fix the failures above"
+            )
+        )
+        return found, facts
+    child = data.get("doctor", {})
+    facts.update(torch=child.get("torch"), devices=child.get("devices", []), inventory=data["inventory"])
+    found.append(doctor.torch_finding(child.get("torch"), None))
+    for raw in child.get("devices", []):
+        device = doctor.DeviceFacts.from_dict(raw)
+        found += accelerators.get(device.accelerator).doctor_findings(device)
+    catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
+    cells = matrix.expand(spec, Inventory.from_dict(data["inventory"]), catalog)
+    summary = matrix.explain(cells)
+    found += doctor.plan_findings(spec.name, summary.total, summary.runnable, summary.reasons)
+    return found, facts
 
 
 def check_out_dir(out: Path, resume: bool) -> None:

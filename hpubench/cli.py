@@ -736,9 +736,11 @@ def compare(
     err_console.print(f"wrote {out}", highlight=False, markup=False)
 
 
+from hpubench.cli_doctor import register as _register_doctor  # noqa: E402 - needs the app above
 from hpubench.cli_gate import register as _register_ci_commands  # noqa: E402 - needs the app above
 
 _register_ci_commands(app, out_console, err_console)  # gate, baseline save|list, export
+_register_doctor(app, out_console, err_console)  # doctor
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -398,8 +398,34 @@ class Launcher:
             raise ProbeFailed(f"{self._why_no_result(reply)}; last log line: {self._last_line(log)}")
         return data
 
+    def detect_for_doctor(self) -> dict[str, Any]:
+        """What ``detect`` learns plus ``hpubench doctor``'s facts (``"doctor"``), from a fresh interpreter
+        whatever the isolation: the doctor must see what a process starting here sees (a bridge that
+        ``import torch`` loads, a mode read at import), not a fork of a warm one. Raises ProbeFailed with
+        the reason and the log's last line when the child gave no result; a bad workload is a
+        UsageError."""
+        out = self._next_path("doctor.json")
+        log = self._next_path("doctor.log")
+        data, reply = self._spawn_detect(out, log, ["--doctor"])
+        if data is None or "inventory" not in data:
+            raise ProbeFailed(f"{self._why_no_result(reply)}; last log line: {self._last_line(log)}")
+        return data
+
     def _detect_spawned(self, out: Path, log: Path) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
-        args = [self.python, "-m", "hpubench.zygote", "--detect", str(out)]
+        data, reply = self._spawn_detect(out, log, [])
+        if data is None or "inventory" not in data:
+            raise UsageError(
+                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
+                f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
+            )
+        catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
+        return Inventory.from_dict(data["inventory"]), catalog
+
+    def _spawn_detect(
+        self, out: Path, log: Path, extra_args: list[str]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """``python -m hpubench.zygote --detect``: its JSON (None when it wrote none) and how it ended."""
+        args = [self.python, "-m", "hpubench.zygote", "--detect", str(out), *extra_args]
         for f in self.workload_files:
             args += ["--workloads-from", f]
         with open(log, "wb") as logf:
@@ -417,14 +443,7 @@ class Launcher:
         usage = _usage_line(_tail(log))
         if usage:
             raise UsageError(usage)
-        data = self._read_out(out)
-        if data is None or "inventory" not in data:
-            raise UsageError(
-                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
-                f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
-            )
-        catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
-        return Inventory.from_dict(data["inventory"]), catalog
+        return self._read_out(out), reply
 
     # ---- running ------------------------------------------------------------------------------------
     def run(

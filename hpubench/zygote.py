@@ -505,7 +505,10 @@ def run_once(
     return 0
 
 
-def detect_once(out: str, workload_files: list[str]) -> int:
+def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> int:
+    """``--detect``: inventory and workload catalog; with ``doctor``, ``hpubench doctor``'s facts too,
+    gathered first (before detection imports any device framework: one of the facts is whether
+    ``import torch`` alone loaded one)."""
     from hpubench.errors import UsageError
     from hpubench.store import write_json_atomic
 
@@ -515,9 +518,15 @@ def detect_once(out: str, workload_files: list[str]) -> int:
         print(USAGE_ERROR_PREFIX + " ".join(str(exc).split()), file=sys.stderr, flush=True)
         return 2
     _arm_faulthandler()
+    payload: dict[str, Any] = {}
+    if doctor:
+        from hpubench.doctor_probe import child_facts
+
+        payload["doctor"] = child_facts()
     from hpubench.detect import detect
 
-    write_json_atomic(out, {"inventory": detect().to_dict(), "workloads": catalog}, indent=None)
+    payload.update(inventory=detect().to_dict(), workloads=catalog)
+    write_json_atomic(out, payload, indent=None)
     return 0
 
 
@@ -526,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads-from", action="append", default=[], metavar="FILE")
     parser.add_argument("--once", nargs=3, metavar=("CELL_JSON", "OUT", "LOG"))
     parser.add_argument("--detect", metavar="OUT")
+    parser.add_argument("--doctor", action="store_true", help="with --detect: hpubench doctor's facts too")
     parser.add_argument("--dispatched-at", type=float, default=None)
     parser.add_argument("--ready-fd", type=int, default=None)
     parser.add_argument("--options", default=None, metavar="RUN_OPTIONS_JSON")
@@ -537,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             *args.once, args.workloads_from, args.dispatched_at, args.ready_fd, args.options, args.feed
         )
     elif args.detect:
-        code = detect_once(args.detect, args.workloads_from)
+        code = detect_once(args.detect, args.workloads_from, args.doctor)
     else:
         code = serve(args.workloads_from)
     with contextlib.suppress(Exception):

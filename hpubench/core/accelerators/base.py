@@ -17,6 +17,7 @@ from hpubench.cell import Cell
 from hpubench.conditions import plan_threads
 from hpubench.core.compilecount import CompileCounter, DynamoCounter
 from hpubench.core.memory import MemoryStats
+from hpubench.doctor import DeviceFacts, Finding, device_findings
 
 if TYPE_CHECKING:
     import torch
@@ -76,6 +77,31 @@ class Accelerator(ABC):
 
     @abstractmethod
     def device_name(self) -> str: ...
+
+    # ---- doctor ----------------------------------------------------------------------------------
+    @classmethod
+    def doctor_facts(cls) -> DeviceFacts:
+        """What ``hpubench doctor`` reports about this kind of device, read in doctor's child process
+        (it imports the framework). Never raises: a broken framework is a fact too."""
+        try:
+            count = cls.device_count() if cls.is_available() else 0
+        except Exception as exc:
+            return DeviceFacts(
+                cls.name, False, absent_reason=f"detection failed: {type(exc).__name__}: {exc}"
+            )
+        if count == 0:
+            return DeviceFacts(cls.name, False, absent_reason="not available")
+        dev = cls(0)
+        try:
+            versions = dev.software_versions()
+        except Exception as exc:
+            versions = {"error": f"{type(exc).__name__}: {exc}"}
+        return DeviceFacts(cls.name, True, count=count, names=(dev.device_name(),) * count, versions=versions)
+
+    @classmethod
+    def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
+        """Pure: this kind's findings from its ``doctor_facts`` (the shared checks unless overridden)."""
+        return device_findings(facts)
 
     def memory_available(self) -> tuple[int, bool] | None:
         """Bytes a cell may use on this device and whether its devices share them (CPU ranks share the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hpubench.cell import Cell
@@ -11,12 +12,14 @@ from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.compilecount import CompileCounter, EventCounter
 from hpubench.core.memory import MemoryStats
+from hpubench.doctor import DeviceFacts, Finding, device_findings
 from hpubench.errors import CellSkipped
 
 if TYPE_CHECKING:
     import torch
 
 _CAPTURE_WARMUP_STEPS = 3
+NVML_LIB = "NVML (pynvml)"
 
 
 @register
@@ -58,6 +61,57 @@ class CUDAAccelerator(Accelerator):
         import torch
 
         return torch.cuda.get_device_name(self.index)
+
+    @classmethod
+    def doctor_facts(cls) -> DeviceFacts:
+        """Every GPU's name and free memory, and whether nccl and NVML load (doctor's child: this
+        initialises CUDA, which the throw-away process may do)."""
+        import torch
+
+        if not torch.cuda.is_available():
+            return DeviceFacts(cls.name, False, absent_reason="torch.cuda.is_available() is False")
+        base = super().doctor_facts()
+        names, memory, unavailable = [], [], []
+        for i in range(base.count):
+            names.append(torch.cuda.get_device_name(i))
+            try:
+                free, total = torch.cuda.mem_get_info(i)
+                memory.append((f"cuda:{i}", int(free), int(total)))
+            except Exception as exc:  # a GPU in exclusive mode held by another process fails here
+                unavailable.append((f"cuda:{i}", f"{type(exc).__name__}: {exc}"))
+        libraries: dict[str, str | None] = {
+            "nccl": None if torch.distributed.is_nccl_available() else "torch was built without nccl"
+        }
+        missing: tuple[str, ...] = ()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            pynvml.nvmlShutdown()
+            libraries[NVML_LIB] = None
+        except ImportError as exc:  # optional (hpubench[nvml]): telemetry is then absent
+            libraries[NVML_LIB], missing = f"{type(exc).__name__}: {exc}", (NVML_LIB,)
+        except Exception as exc:  # NVMLError: installed, but the driver's library does not answer
+            libraries[NVML_LIB] = f"{type(exc).__name__}: {exc}"
+        return replace(
+            base,
+            names=tuple(names),
+            memory=tuple(memory),
+            unavailable=tuple(unavailable),
+            libraries=libraries,
+            optional_missing=missing,
+        )
+
+    @classmethod
+    def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
+        return device_findings(
+            facts,
+            {
+                "nccl": "install a torch build with nccl: multi-GPU cells need it",
+                NVML_LIB: "pip install nvidia-ml-py (and check the NVIDIA driver): without NVML no power or "
+                "energy is recorded",
+            },
+        )
 
     def memory_available(self) -> tuple[int, bool] | None:
         import torch

@@ -14,16 +14,17 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from hpubench.cell import Cell
-from hpubench.core.accelerators import register
+from hpubench.core.accelerators import hpu_doctor, register
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.compilecount import CompileCounter, Unavailable
 from hpubench.core.memory import MemoryStats
+from hpubench.doctor import DeviceFacts, Finding
 from hpubench.errors import CellSkipped, UsageError
 
 if TYPE_CHECKING:
     import torch
 
-LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+LAZY_MODE_ENV = hpu_doctor.LAZY_MODE_ENV
 LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
 FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
 # The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
@@ -207,6 +208,15 @@ class HPUAccelerator(Accelerator):
         except ImportError:
             return 0
         return int(hpu.device_count())
+
+    @classmethod
+    def doctor_facts(cls) -> DeviceFacts:
+        """Versions, mode, autoload, modules, hccl, HLML, and whether a card can be acquired (C5)."""
+        return hpu_doctor.collect_facts(cls)
+
+    @classmethod
+    def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
+        return hpu_doctor.findings(facts)
 
     def device_name(self) -> str:
         # The contract documents get_device_name() without arguments; all modules in a box are alike.
