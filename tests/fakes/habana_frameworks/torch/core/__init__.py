@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from habana_frameworks import _cards, _generator
 from habana_frameworks._double import CALLS, LAZY_GRAPHS, MEMORY, provide_compile_backend, record
 
 __all__ = ["CALLS", "is_lazy", "mark_step"]
@@ -27,6 +28,7 @@ def is_lazy() -> bool:
 def mark_step(device_str: str = "", sync: bool = False) -> None:
     """In lazy mode the real call runs the accumulated graph; here ops already ran eagerly on the host."""
     record("core.mark_step", "lazy" if _LAZY else "eager (no-op)")
+    _cards.acquire()
     if _LAZY:
         LAZY_GRAPHS.mark_step()
         MEMORY.sample()
@@ -67,5 +69,6 @@ def _watch_lazy_graphs() -> None:
 
 record("core.import", f"PT_HPU_LAZY_MODE={_LAZY_MODE_RAW} lazy={_LAZY}")
 _register_torch_hpu()
+_generator.install()  # C1: the bridge's torch refuses a Generator on the HPU device
 _watch_lazy_graphs()
 provide_compile_backend()
