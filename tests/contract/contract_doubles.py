@@ -75,6 +75,7 @@ def purge_double() -> None:
     if cards is not None:
         cards.release()
     torch.Generator = torch._C.Generator  # type: ignore[misc]
+    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
     for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
         del sys.modules[name]
     if "habana_frameworks" in getattr(sys.modules.get("torch.hpu"), "__name__", ""):

@@ -43,6 +43,7 @@ def _purge_double() -> None:
     if cards is not None:
         cards.release()  # the card this process acquired (C5), or later workers could not have it
     torch.Generator = torch._C.Generator  # the double's refusing Generator (C1) goes with it
+    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
     for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
         del sys.modules[name]
     if isinstance(sys.modules.get("torch.hpu"), ModuleType) and "habana_frameworks" in getattr(

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from habana_frameworks import _cards, _double
+from habana_frameworks import _cards, _double, _hbm
 from habana_frameworks._double import MEMORY, record
 from habana_frameworks.torch import core as _core
 
@@ -69,7 +69,7 @@ def set_device(device: Any) -> None:
 def synchronize(device: Any = None) -> None:
     record("hpu.synchronize")
     _cards.acquire()
-    MEMORY.sample()
+    _hbm.check_fits()
 
 
 # ---- memory -------------------------------------------------------------------------------------------
