@@ -102,6 +102,7 @@ def _run(
     from hpubench import peaks
     from hpubench.conditions_probe import InterferenceMeter, thread_facts
     from hpubench.core import accelerators, precision, strategies
+    from hpubench.core.batches import synthetic_batches
     from hpubench.core.extrawork import apply_options
     from hpubench.core.trainstep import build_step, make_optimizer, step_factory
     from hpubench.loader import host_batches
@@ -159,15 +160,12 @@ def _run(
     model.train()
     runtime["precision"] = prepared.describe
 
-    generator = torch.Generator(device=device)
     # Own data per rank, as a sharded dataset gives: the all-reduce then averages different gradients.
-    generator.manual_seed(SEED + strategy.rank)
-    batches = [
-        precision.cast_batch(
-            workload.make_batch(cell.size, batch_size, device, generator), prepared.input_dtype
-        )
-        for _ in range(N_BATCHES)
-    ]
+    # Drawn where the accelerator keeps its generator (the host on HPU: contract C1), then moved.
+    drawn = synthetic_batches(
+        workload, cell.size, batch_size, device, acc.generator_device(), SEED + strategy.rank, N_BATCHES
+    )
+    batches = [precision.cast_batch(b, prepared.input_dtype) for b in drawn]
 
     optimizer = make_optimizer(workload, model, capturable=cell.graphs and cell.accelerator == "cuda")
     make_step = step_factory(workload, optimizer, prepared, acc)

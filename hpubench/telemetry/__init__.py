@@ -29,10 +29,10 @@ __all__ = [
 ]
 
 
-def _hlml(index: int) -> TelemetrySource:
+def _hlml(module: int) -> TelemetrySource:
     from hpubench.telemetry.hlml import HLMLSource
 
-    return HLMLSource(index)
+    return HLMLSource(module)
 
 
 def _nvml(index: int) -> TelemetrySource:
@@ -51,7 +51,10 @@ SOURCES: dict[str, Callable[[int], TelemetrySource]] = {"hpu": _hlml, "cuda": _n
 
 
 def open_source(accelerator: str, index: int = 0) -> TelemetrySource:
-    """The telemetry source for ``accelerator``'s device ``index``; raises TelemetryUnavailable."""
+    """The telemetry source for ``accelerator``'s device ``index``; raises TelemetryUnavailable.
+
+    ``index`` is what ``Accelerator.telemetry_id`` gives: the device index, on HPU the module id.
+    """
     factory = SOURCES.get(accelerator)
     if factory is None:
         raise TelemetryUnavailable(f"no telemetry source for accelerator {accelerator!r}")

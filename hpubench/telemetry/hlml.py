@@ -12,7 +12,6 @@ is passed directly when the package lacks it).
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 from hpubench.telemetry.base import Reading, TelemetrySource, TelemetryUnavailable
@@ -33,11 +32,38 @@ def _sensor(pyhlml: Any) -> int:
     return int(getattr(sens, "HLML_TEMPERATURE_ON_AIP", TEMPERATURE_ON_AIP))
 
 
+def find_module(pyhlml: Any, module: int) -> tuple[Any, str | None]:
+    """The HLML handle of module ``module`` and a note when the mapping is assumed, not read.
+
+    Handles are per device index and the index is not the module id (contract C10): each handle's
+    module id (``hlmlDeviceGetModuleID``, an inferred name) says which it is. A pyhlml without that
+    query leaves the index = module id assumption, and the note says so.
+    """
+    count = int(pyhlml.hlmlDeviceGetCount())
+    query = getattr(pyhlml, "hlmlDeviceGetModuleID", None)
+    if query is None:
+        if not 0 <= module < count:
+            raise TelemetryUnavailable(f"HLML sees {count} module(s); module {module} is not one")
+        note = (
+            f"pyhlml has no hlmlDeviceGetModuleID: HLML index {module} is assumed to be module {module} "
+            "(unconfirmed mapping)"
+        )
+        return pyhlml.hlmlDeviceGetHandleByIndex(module), note
+    seen = []
+    for index in range(count):
+        handle = pyhlml.hlmlDeviceGetHandleByIndex(index)
+        seen.append(int(query(handle)))
+        if seen[-1] == module:
+            return handle, None
+    raise TelemetryUnavailable(f"HLML has no module {module} (modules {sorted(seen)})")
+
+
 class HLMLSource(TelemetrySource):
     name = "hlml"
     scope = "one Gaudi module (HLML): the whole module, every process on it"
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, module: int) -> None:
+        """``module``: the module id of this process's card (``HPUAccelerator.telemetry_id``)."""
         super().__init__()
         try:
             import pyhlml
@@ -49,10 +75,9 @@ class HLMLSource(TelemetrySource):
         except Exception as exc:  # HLMLError, or OSError from a broken driver install
             raise TelemetryUnavailable(f"hlmlInit failed: {type(exc).__name__}: {exc}") from None
         try:
-            count = int(pyhlml.hlmlDeviceGetCount())
-            if not 0 <= index < count:
-                raise TelemetryUnavailable(f"HLML sees {count} module(s); device index {index} is not one")
-            self._handle = pyhlml.hlmlDeviceGetHandleByIndex(index)
+            self._handle, note = find_module(pyhlml, module)
+            if note:
+                self.notes.append(note)
             name = pyhlml.hlmlDeviceGetName(self._handle)
             self.device = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
             if getattr(pyhlml, "__hpubench_test_double__", False):
@@ -62,12 +87,7 @@ class HLMLSource(TelemetrySource):
             raise
         except Exception as exc:
             self.close()
-            raise TelemetryUnavailable(f"HLML device {index}: {type(exc).__name__}: {exc}") from None
-        if os.environ.get("HABANA_VISIBLE_MODULES"):
-            self.notes.append(
-                "HABANA_VISIBLE_MODULES is set: HLML index "
-                f"{index} is assumed to be the module this process uses (unconfirmed mapping)"
-            )
+            raise TelemetryUnavailable(f"HLML module {module}: {type(exc).__name__}: {exc}") from None
         self._sensor = _sensor(pyhlml)
 
     def read(self) -> Reading:

@@ -1,7 +1,9 @@
 """Runs at interpreter start when ``tests/fakes`` is on PYTHONPATH (worker subprocesses in tests).
 
 Stock CPU torch cannot allocate on the ``"hpu"`` device, so with the habana_frameworks test double the
-"HPU" tensors live in host memory: ``HPUAccelerator.torch_device`` is made to return the CPU device.
+"HPU" tensors live in host memory: ``HPUAccelerator.torch_device`` is made to return the double's
+stand-in device (``cpu:0``, ``habana_frameworks._generator.STAND_IN``), host memory that the double
+still recognises as the HPU device (a ``torch.Generator`` on it is refused, contract C1).
 The patch is applied by an import hook the moment ``hpubench.core.accelerators.hpu`` is imported (and
 again on every re-import), so nothing is imported at start-up and processes that never touch hpubench
 pay nothing.
@@ -19,9 +21,9 @@ TARGET = "hpubench.core.accelerators.hpu"
 
 
 def cpu_torch_device(self: Any) -> Any:
-    import torch
+    from habana_frameworks._generator import STAND_IN
 
-    return torch.device("cpu")
+    return STAND_IN
 
 
 def patch(module: ModuleType) -> None:

@@ -39,6 +39,11 @@ Load = Callable[..., ModuleType]
 
 
 def _purge_double() -> None:
+    cards = sys.modules.get("habana_frameworks._cards")
+    if cards is not None:
+        cards.release()  # the card this process acquired (C5), or later workers could not have it
+    torch.Generator = torch._C.Generator  # the double's refusing Generator (C1) goes with it
+    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
     for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
         del sys.modules[name]
     if isinstance(sys.modules.get("torch.hpu"), ModuleType) and "habana_frameworks" in getattr(
@@ -147,8 +152,11 @@ def test_setup_selects_the_device(load: Load) -> None:
 
 
 def test_torch_device_is_host_memory_under_the_double(load: Load) -> None:
+    """Host memory, but the double's own stand-in (cpu:0), which it can still recognise as the HPU."""
     load()
-    assert HPUAccelerator(3).torch_device() == torch.device("cpu")
+    device = HPUAccelerator(3).torch_device()
+    assert device == torch.device("cpu", 0)
+    assert torch.zeros(1, device=device).device == torch.device("cpu")
 
 
 # ---- memory and timing -----------------------------------------------------------------------------------
@@ -456,7 +464,7 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
 
             acc = HPUAccelerator(0)
             acc.setup()
-            assert acc.torch_device() == torch.device("cpu")
+            assert acc.torch_device() == torch.device("cpu", 0)  # the double's stand-in for the HPU
             _train(acc, _double.record, steps=2)
             print(acc.mode_in_force("lazy"), acc.software_versions()["habana_frameworks"])
             """

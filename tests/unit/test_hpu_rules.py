@@ -125,15 +125,24 @@ def test_skip_reason_total_on_any_name(name: str, precision: str, mode: str, gra
 
 @pytest.mark.parametrize(("mode", "flag"), [("lazy", "1"), ("eager", "0"), ("compile", "0")])
 def test_env_before_import_sets_mode(no_op_lists: pytest.MonkeyPatch, mode: str, flag: str) -> None:
-    assert HPUAccelerator.env_before_import(_cell(mode=mode)) == {"PT_HPU_LAZY_MODE": flag}
+    no_op_lists.delenv("HABANA_VISIBLE_MODULES", raising=False)
+    # A single-device cell is rank 0 of one: its module is chosen here too (contract C4).
+    assert HPUAccelerator.env_before_import(_cell(mode=mode)) == {
+        "PT_HPU_LAZY_MODE": flag,
+        "HLS_MODULE_ID": "0",
+        "HABANA_VISIBLE_MODULES": "0",
+    }
 
 
 def test_env_before_import_maps_lightning_spellings(no_op_lists: pytest.MonkeyPatch, tmp_path: Path) -> None:
     no_op_lists.setenv("LOWER_LIST", str(tmp_path / "lower.txt"))
     no_op_lists.setenv("FP32_LIST", str(tmp_path / "fp32.txt"))
+    no_op_lists.delenv("HABANA_VISIBLE_MODULES", raising=False)
     env = HPUAccelerator.env_before_import(_cell(mode="eager"))
     assert env == {
         "PT_HPU_LAZY_MODE": "0",
+        "HLS_MODULE_ID": "0",
+        "HABANA_VISIBLE_MODULES": "0",
         LOWER_LIST_ENV: str(tmp_path / "lower.txt"),
         FP32_LIST_ENV: str(tmp_path / "fp32.txt"),
     }

@@ -113,6 +113,14 @@ class Accelerator(ABC):
     @abstractmethod
     def torch_device(self) -> torch.device: ...
 
+    def generator_device(self) -> torch.device:
+        """Where synthetic data is drawn with a seeded ``torch.Generator`` before it moves to the device."""
+        return self.torch_device()
+
+    def telemetry_id(self) -> int:
+        """How this process's device is named to the telemetry source (``hpubench.telemetry.open_source``)."""
+        return self.index
+
     def setup(self) -> None:
         """Make ``self.index`` the current device of this process."""
 

@@ -32,6 +32,8 @@ FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
 OP_LIST_ALIASES: dict[str, str] = {LOWER_LIST_ENV: "LOWER_LIST", FP32_LIST_ENV: "FP32_LIST"}
 
 ENV_FLAG_PREFIXES: tuple[str, ...] = ("PT_HPU_", "HABANA_", "HLS_")
+VISIBLE_MODULES_ENV = "HABANA_VISIBLE_MODULES"
+MODULE_ID_ENV = "HLS_MODULE_ID"
 
 # optimum-habana's setting for use_hpu_graphs_for_training; enough for one input shape per phase.
 MODULE_CACHER_MAX_GRAPHS = 10
@@ -75,6 +77,36 @@ def gaudi_generation(device_name: str) -> int | None:
     if name.startswith("GAUDI"):
         return 1
     return None
+
+
+def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
+    """The module ids ``HABANA_VISIBLE_MODULES`` lists, in order; empty when unset (every module)."""
+    raw = environ.get(VISIBLE_MODULES_ENV, "").strip()
+    if not raw:
+        return ()
+    try:
+        ids = tuple(int(part) for part in raw.split(",") if part.strip())
+    except ValueError:
+        ids = ()
+    if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise UsageError(
+            f"{VISIBLE_MODULES_ENV}={raw!r} is not a list of distinct module ids; "
+            "write e.g. 4,5,6,7 or unset it"
+        )
+    return ids
+
+
+def module_for(device_index: int, environ: Mapping[str, str]) -> int:
+    """The module id behind device index ``device_index`` (contract C4): the index-th visible module."""
+    visible = visible_modules(environ)
+    if not visible:
+        return device_index
+    if not 0 <= device_index < len(visible):
+        raise UsageError(
+            f"device index {device_index} is out of range: {VISIBLE_MODULES_ENV} names {len(visible)} "
+            f"module(s) ({','.join(map(str, visible))}); use indices below {len(visible)} or widen the list"
+        )
+    return visible[device_index]
 
 
 def op_list_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -166,9 +198,15 @@ class HPUAccelerator(Accelerator):
 
     @classmethod
     def env_before_import(cls, cell: Cell) -> dict[str, str]:
-        """The bridge reads these once at import, so they decide the whole worker process."""
+        """The bridge reads these once at import, so they decide the whole worker process.
+
+        A single-process cell is rank 0 of one: its module (the one its device index names) is chosen
+        here, as each rank's is in ``rank_env``.
+        """
         env = {LAZY_MODE_ENV: "1" if cell.mode == "lazy" else "0"}
         env.update(op_list_env(os.environ))
+        if cell.world_size == 1:
+            env.update(cls.rank_env(cell, 0, os.environ))
         return env
 
     @classmethod
@@ -178,13 +216,19 @@ class HPUAccelerator(Accelerator):
 
     @classmethod
     def rank_env(cls, cell: Cell, local_rank: int, environ: Mapping[str, str]) -> dict[str, str]:
-        """``HLS_MODULE_ID`` picks this rank's module; ``HABANA_VISIBLE_MODULES`` limits the process to the
-        cell's modules unless the user already limited it (their list then wins)."""
-        modules = cell.device_ids if cell.device_ids else tuple(range(cell.devices))
-        env = {"HLS_MODULE_ID": str(modules[local_rank])}
-        if not environ.get("HABANA_VISIBLE_MODULES"):
-            env["HABANA_VISIBLE_MODULES"] = ",".join(str(m) for m in modules)
-        return env
+        """``HLS_MODULE_ID`` picks this rank's module (contract C4).
+
+        The cell's device indices count the visible modules: with a user's ``HABANA_VISIBLE_MODULES``
+        (e.g. ``4,5,6,7``) index i is the i-th listed module, and their list stays as it is. Without one,
+        index i is module i and the process is limited to the cell's modules.
+        """
+        indices = cell.device_ids if cell.device_ids else tuple(range(cell.devices))
+        if visible_modules(environ):
+            return {MODULE_ID_ENV: str(module_for(indices[local_rank], environ))}
+        return {
+            MODULE_ID_ENV: str(indices[local_rank]),
+            VISIBLE_MODULES_ENV: ",".join(str(m) for m in indices),
+        }
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
@@ -230,6 +274,21 @@ class HPUAccelerator(Accelerator):
         import torch
 
         return torch.device("hpu", self.index)
+
+    def generator_device(self) -> torch.device:
+        """The host: torch refuses a Generator on HPU (contract C1); batches are drawn there and moved."""
+        import torch
+
+        return torch.device("cpu")
+
+    def telemetry_id(self) -> int:
+        """This process's module id, which HLML telemetry looks up (contract C10): the ``HLS_MODULE_ID``
+        hpubench gave the process, else the first visible module, else the device index."""
+        chosen = os.environ.get(MODULE_ID_ENV, "").strip()
+        if chosen.isdigit():
+            return int(chosen)
+        visible = visible_modules(os.environ)
+        return visible[0] if visible else self.index
 
     def setup(self) -> None:
         """Select the device and read the mode once: the step hooks must not ask the bridge every step."""

@@ -60,7 +60,14 @@ def is_first_generation() -> bool:
     return name.startswith("GAUDI") and not name.startswith(("GAUDI2", "GAUDI3"))
 
 
+HBM_ENV = "HPUBENCH_FAKE_HPU_HBM_BYTES"
+
+
 def limit_bytes() -> int:
+    """The generation's HBM, or ``HPUBENCH_FAKE_HPU_HBM_BYTES`` (a small card, to test running out)."""
+    raw = os.environ.get(HBM_ENV)
+    if raw:
+        return int(raw)
     name = device_name().upper()
     for prefix, limit in LIMIT_BYTES_BY_GENERATION.items():
         if name.startswith(prefix):
@@ -155,7 +162,13 @@ _DYNAMO = "torch._dynamo"
 
 
 def hpu_backend(gm: Any, example_inputs: list[Any]) -> Any:
-    """Runs the graph dynamo captured as it is: the double has no graph compiler."""
+    """Runs the graph dynamo captured as it is: the double has no graph compiler. Eager mode only (C6)."""
+    core = sys.modules.get("habana_frameworks.torch.core")
+    if core is not None and getattr(core, "_LAZY", False):
+        record("dynamo.hpu_backend", "refused: lazy mode")
+        raise RuntimeError(
+            "hpu_backend needs eager mode: set PT_HPU_LAZY_MODE=0 before the bridge is imported"
+        )
     record("dynamo.hpu_backend", f"nodes={len(gm.graph.nodes)}")
     emit_graph_compilation(f"hpu_backend_{len(gm.graph.nodes)}_nodes")
     return gm.forward

@@ -4,7 +4,11 @@ modelled module, never a real one (``__hpubench_test_double__`` marks it).
 
 The model: power ripples 5% around a base figure (``HPUBENCH_FAKE_HLML_POWER_W``, default 420 W) with a
 one-second period, and the total-energy counter is that power's exact integral from an arbitrary
-boot-time offset, so counter-based and power-based energy agree within the ripple.
+boot-time offset, so counter-based and power-based energy agree within the ripple. Each module draws
+its own power: module ``m`` ripples around the base plus ``m`` x ``MODULE_STEP_W``.
+
+Handles are per device index, and the index is not the module id (contract C10): index ``i`` is module
+``(i + 1) % count``, which ``hlmlDeviceGetModuleID(handle)`` (the inferred name of the query) tells.
 
 Knobs (environment, read at call time):
 - ``HPUBENCH_FAKE_HLML_RELEASE`` (default ``1.24.2``): ``hlmlDeviceGetUtilizationRates`` returns a struct
@@ -41,6 +45,7 @@ NAME_ENV = "HPUBENCH_FAKE_HPU_NAME"
 CALL_LOG_ENV = "HPUBENCH_FAKE_HPU_CALL_LOG"
 
 RIPPLE = 0.05
+MODULE_STEP_W = 50.0  # module m's base power is the base figure + m * this
 RIPPLE_PERIOD_S = 1.0
 BOOT_ENERGY_MJ = 987_654_321  # the counter runs since the driver loaded, not since hlmlInit
 GIB = 1024**3
@@ -59,11 +64,17 @@ class c_hlml_memory(ctypes.Structure):
 
 
 class _Handle:
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, module: int) -> None:
         self.index = index
+        self.module = module
 
     def __repr__(self) -> str:
-        return f"<hlml device {self.index} (test double)>"
+        return f"<hlml device {self.index} module {self.module} (test double)>"
+
+
+def module_of_index(index: int, count: int) -> int:
+    """The module id behind HLML device index ``index`` (C10: not the index itself)."""
+    return (index + 1) % count
 
 
 def _log(name: str, detail: str = "") -> None:
@@ -93,8 +104,8 @@ def _name() -> str:
     return os.environ.get(NAME_ENV, "GAUDI2")
 
 
-def _base_w() -> float:
-    return float(os.environ.get(POWER_ENV, "420"))
+def _base_w(module: int = 0) -> float:
+    return float(os.environ.get(POWER_ENV, "420")) + MODULE_STEP_W * module
 
 
 def _check(handle: Any, call: str) -> None:
@@ -111,14 +122,14 @@ def _elapsed() -> float:
     return time.monotonic() - _state["t0"]
 
 
-def _power_w(t: float) -> float:
-    return _base_w() * (1 + RIPPLE * math.sin(2 * math.pi * t / RIPPLE_PERIOD_S))
+def _power_w(t: float, module: int) -> float:
+    return _base_w(module) * (1 + RIPPLE * math.sin(2 * math.pi * t / RIPPLE_PERIOD_S))
 
 
-def _energy_j(t: float) -> float:
+def _energy_j(t: float, module: int) -> float:
     """The exact integral of ``_power_w`` from 0 to ``t``."""
     w = 2 * math.pi / RIPPLE_PERIOD_S
-    return _base_w() * (t + RIPPLE * (1 - math.cos(w * t)) / w)
+    return _base_w(module) * (t + RIPPLE * (1 - math.cos(w * t)) / w)
 
 
 # ---- library lifetime ----------------------------------------------------------------------------------
@@ -150,7 +161,13 @@ def hlmlDeviceGetHandleByIndex(index: int) -> _Handle:
         raise HLMLError(HLML_ERROR_UNINITIALIZED)
     if not 0 <= int(index) < _count():
         raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
-    return _Handle(int(index))
+    return _Handle(int(index), module_of_index(int(index), _count()))
+
+
+def hlmlDeviceGetModuleID(device: _Handle) -> int:
+    """The module id of the device behind ``device`` (C10; the name is inferred, see hpu-api.md)."""
+    _check(device, "module_id")
+    return device.module
 
 
 def hlmlDeviceGetName(device: _Handle) -> bytes:
@@ -161,13 +178,13 @@ def hlmlDeviceGetName(device: _Handle) -> bytes:
 def hlmlDeviceGetPowerUsage(device: _Handle) -> int:
     """Milliwatts."""
     _check(device, "power")
-    return round(_power_w(_elapsed()) * 1000)
+    return round(_power_w(_elapsed(), device.module) * 1000)
 
 
 def hlmlDeviceGetTotalEnergyConsumption(device: _Handle) -> int:
     """Millijoules since the driver loaded."""
     _check(device, "energy")
-    return BOOT_ENERGY_MJ + int(_energy_j(_elapsed()) * 1000)
+    return BOOT_ENERGY_MJ + int(_energy_j(_elapsed(), device.module) * 1000)
 
 
 def hlmlDeviceGetTemperature(device: _Handle, sensor: int) -> int:

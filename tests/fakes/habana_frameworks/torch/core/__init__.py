@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-from habana_frameworks._double import CALLS, LAZY_GRAPHS, MEMORY, provide_compile_backend, record
+from habana_frameworks import _cards, _generator, _hbm
+from habana_frameworks._double import CALLS, LAZY_GRAPHS, provide_compile_backend, record
 
 __all__ = ["CALLS", "is_lazy", "mark_step"]
 
@@ -27,9 +28,10 @@ def is_lazy() -> bool:
 def mark_step(device_str: str = "", sync: bool = False) -> None:
     """In lazy mode the real call runs the accumulated graph; here ops already ran eagerly on the host."""
     record("core.mark_step", "lazy" if _LAZY else "eager (no-op)")
+    _cards.acquire()
     if _LAZY:
         LAZY_GRAPHS.mark_step()
-        MEMORY.sample()
+        _hbm.check_fits()
 
 
 def _register_torch_hpu() -> None:
@@ -67,5 +69,7 @@ def _watch_lazy_graphs() -> None:
 
 record("core.import", f"PT_HPU_LAZY_MODE={_LAZY_MODE_RAW} lazy={_LAZY}")
 _register_torch_hpu()
+_generator.install()  # C1: the bridge's torch refuses a Generator on the HPU device
+_hbm.install()  # C9: no float16 autocast on first-generation Gaudi
 _watch_lazy_graphs()
 provide_compile_backend()

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from habana_frameworks import _double
+from habana_frameworks import _cards, _double, _hbm
 from habana_frameworks._double import MEMORY, record
 from habana_frameworks.torch import core as _core
 
@@ -34,14 +34,15 @@ def _index(device: Any) -> int:
 def is_available() -> bool:
     record("hpu.is_available")
     try:
-        return _double.device_count() > 0
+        return _cards.visible_count() > 0
     except Exception:
         return False
 
 
 def device_count() -> int:
+    """The visible modules that exist (C4: ``HABANA_VISIBLE_MODULES``, else the whole box)."""
     record("hpu.device_count")
-    return _double.device_count()
+    return _cards.visible_count()
 
 
 def get_device_name(device: Any = None) -> str:
@@ -58,45 +59,53 @@ def set_device(device: Any) -> None:
     global _current_device
     index = _index(device)
     record("hpu.set_device", str(index))
-    count = _double.device_count()
+    count = _cards.visible_count()
     if not 0 <= index < count:
         raise RuntimeError(f"invalid HPU device index {index}: {count} device(s) present")
+    _cards.acquire()
     _current_device = index
 
 
 def synchronize(device: Any = None) -> None:
     record("hpu.synchronize")
-    MEMORY.sample()
+    _cards.acquire()
+    _hbm.check_fits()
 
 
 # ---- memory -------------------------------------------------------------------------------------------
 def memory_stats(device: Any = None) -> dict[str, int]:
     record("hpu.memory_stats")
+    _cards.acquire()
     return MEMORY.stats()
 
 
 def memory_allocated(device: Any = None) -> int:
     record("hpu.memory_allocated")
+    _cards.acquire()
     return MEMORY.stats()["InUse"]
 
 
 def max_memory_allocated(device: Any = None) -> int:
     record("hpu.max_memory_allocated")
+    _cards.acquire()
     return MEMORY.stats()["MaxInUse"]
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
     record("hpu.reset_peak_memory_stats")
+    _cards.acquire()
     MEMORY.reset_peak()
 
 
 def memory_reserved(device: Any = None) -> int:
     record("hpu.memory_reserved")
+    _cards.acquire()
     return MEMORY.stats()["Limit"]
 
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
     record("hpu.mem_get_info")
+    _cards.acquire()
     stats = MEMORY.stats()
     return stats["Limit"] - stats["InUse"], stats["Limit"]
 
@@ -112,6 +121,7 @@ class Event:
 
     def record(self, stream: Any = None) -> None:
         record("hpu.Event.record")
+        _cards.acquire()
         self._time = time.perf_counter()
 
     def synchronize(self) -> None:

@@ -15,6 +15,7 @@ import os
 import torch.distributed as dist
 
 import habana_frameworks.torch.core  # noqa: F401  (the backend lives in the bridge, which this loads)
+from habana_frameworks._cards import acquire
 from habana_frameworks._double import record
 
 _OMPI_TO_TORCH = (
@@ -36,6 +37,7 @@ def _create_backend(
     store: dist.Store, rank: int, world_size: int, timeout: datetime.timedelta
 ) -> dist.ProcessGroup:
     record("hccl.create_backend", f"rank={rank} world_size={world_size} (gloo underneath)")
+    acquire()  # a rank's collectives run on its own card
     return dist.ProcessGroupGloo(store, rank, world_size, timeout)
 
 

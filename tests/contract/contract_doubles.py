@@ -1,0 +1,100 @@
+"""Helpers for the contract tests (hpu-api.md "Contract facts" C1..C11): the bridge and HLML
+doubles of tests/fakes, in this process or in a worker subprocess."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+import torch.nn.modules.module as module_mod
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+ROOT = Path(__file__).resolve().parents[2]
+# Variables the doubles or the bridge read: a test starts from none of them.
+FOREIGN = ("PT_HPU", "HPUBENCH_FAKE", "HABANA_", "HLS_")
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from hpubench.cell import Cell
+    from hpubench.runoptions import RunOptions
+    from hpubench.worker import run_cell
+
+    cell = Cell.from_dict(json.loads(sys.argv[1]))
+    options = RunOptions.from_dict(json.loads(sys.argv[2]))
+    print(json.dumps(run_cell(cell, options=options).to_dict()))
+    """
+)
+
+
+def double_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any bridge/double variable, the doubles on the path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN)}
+    path = [str(FAKES), str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    env.update(extra)
+    return env
+
+
+def run_worker(
+    cell: dict[str, Any], env: dict[str, str], options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One cell through ``hpubench.worker.run_cell`` in a fresh interpreter on the doubles."""
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, json.dumps(cell), json.dumps(options or {})],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def logged(path: Path, name: str) -> list[str]:
+    """Details of every ``name`` call in a double's call log."""
+    if not path.exists():
+        return []
+    lines = [line.split("\t", 1) for line in path.read_text().splitlines()]
+    return [parts[1] if len(parts) > 1 else "" for parts in lines if parts[0] == name]
+
+
+def purge_double() -> None:
+    """Forget every imported piece of the double (cards released, torch.Generator restored)."""
+    cards = sys.modules.get("habana_frameworks._cards")
+    if cards is not None:
+        cards.release()
+    torch.Generator = torch._C.Generator  # type: ignore[misc]
+    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
+    for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
+        del sys.modules[name]
+    if "habana_frameworks" in getattr(sys.modules.get("torch.hpu"), "__name__", ""):
+        del sys.modules["torch.hpu"]
+    if "habana_frameworks" in getattr(getattr(torch, "hpu", None), "__name__", ""):
+        delattr(torch, "hpu")
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "hpubench_double_hook", None)]
+    hook = getattr(module_mod, "_hpubench_double_lazy_hook", None)
+    if hook is not None:
+        hook.remove()
+        module_mod._hpubench_double_lazy_hook = None
+
+
+def fakes_sitecustomize() -> ModuleType:
+    """The shipped sitecustomize under a private name, its import hook kept out of this process."""
+    spec = importlib.util.spec_from_file_location("_contract_fakes_sitecustomize", FAKES / "sitecustomize.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    meta_path = list(sys.meta_path)
+    spec.loader.exec_module(module)
+    sys.meta_path[:] = meta_path
+    return module

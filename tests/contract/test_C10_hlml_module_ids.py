@@ -1,0 +1,87 @@
+"""C10: HLML handles are per device index, and the index is not the module id. Telemetry for a rank's
+card maps with each handle's module id query (``hlmlDeviceGetModuleID``, an inferred name: tolerated
+when absent) before reading power."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+from contract_doubles import FAKES, FOREIGN, double_env, run_worker
+
+from hpubench.cell import Cell
+from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.telemetry import open_source
+
+BASE_W, STEP_W = 420.0, 50.0  # the double's module m draws BASE_W + m * STEP_W (5% ripple)
+
+
+@pytest.fixture
+def pyhlml(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    for key in [k for k in list(os.environ) if k.startswith(FOREIGN)]:
+        monkeypatch.delenv(key)
+    monkeypatch.syspath_prepend(str(FAKES))
+    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import pyhlml as module
+
+    yield module
+    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
+        sys.modules.pop(name, None)
+
+
+def _handle_of_module(pyhlml: ModuleType, module: int) -> object:
+    for i in range(pyhlml.hlmlDeviceGetCount()):
+        h = pyhlml.hlmlDeviceGetHandleByIndex(i)
+        if pyhlml.hlmlDeviceGetModuleID(h) == module:
+            return h
+    raise AssertionError(f"no handle for module {module}")
+
+
+def test_the_double_numbers_handles_apart_from_modules(pyhlml) -> None:
+    pyhlml.hlmlInit()
+    handles = [pyhlml.hlmlDeviceGetHandleByIndex(i) for i in range(pyhlml.hlmlDeviceGetCount())]
+    modules = [pyhlml.hlmlDeviceGetModuleID(h) for h in handles]
+    assert sorted(modules) == list(range(8)) and modules != list(range(8))
+    powers = [pyhlml.hlmlDeviceGetPowerUsage(_handle_of_module(pyhlml, m)) / 1000 for m in range(8)]
+    for m, watts in enumerate(powers):
+        assert watts == pytest.approx(BASE_W + m * STEP_W, rel=0.051)
+    pyhlml.hlmlShutdown()
+
+
+@pytest.mark.parametrize("module", [0, 3, 7])
+def test_hpu_telemetry_reads_the_power_of_its_own_module(pyhlml, module: int) -> None:
+    source = open_source("hpu", module)  # for HPU the id is a module id
+    try:
+        got = source.read().power_w
+        pyhlml.hlmlInit()  # the double shares its state: already initialised by the source
+        want = pyhlml.hlmlDeviceGetPowerUsage(_handle_of_module(pyhlml, module)) / 1000
+    finally:
+        source.close()
+    assert got == pytest.approx(want, rel=2e-3)
+    assert source.notes == []
+
+
+def test_without_the_module_id_query_the_index_is_assumed_and_noted(pyhlml, monkeypatch) -> None:
+    monkeypatch.delattr(pyhlml, "hlmlDeviceGetModuleID")
+    source = open_source("hpu", 2)
+    try:
+        assert source.read().power_w is not None
+    finally:
+        source.close()
+    assert any("hlmlDeviceGetModuleID" in note for note in source.notes), source.notes
+
+
+def test_a_cell_records_the_power_of_the_module_it_runs_on(monkeypatch) -> None:
+    cell = {"workload": "mlp", "accelerator": "hpu", "mode": "eager", "warmup_steps": 1, "steps": 4}
+    cell["device_ids"] = [3]
+    env = double_env()
+    for key in [k for k in list(os.environ) if k.startswith(FOREIGN)]:
+        monkeypatch.delenv(key)
+    env.update(HPUAccelerator.env_before_import(Cell.from_dict(cell)))
+    rec = run_worker(cell, env, {"telemetry_interval_s": 0.005})
+    assert rec["status"] == "ok", (rec["reason"], rec.get("traceback_tail"))
+    assert rec["telemetry"]["mean_power_w"] == pytest.approx(BASE_W + 3 * STEP_W, rel=0.06)
