@@ -8,11 +8,11 @@ import re
 import pytest
 import torch
 from contract_doubles import double_env, fakes_sitecustomize, run_worker
-from hpubench.core.batches import synthetic_batches
 
 import workloads
 from hpubench.core.accelerators.cpu import CPUAccelerator
 from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.core.batches import synthetic_batches
 
 REFUSAL = re.escape("Device type HPU is not supported for torch.Generator() api")
 

@@ -104,19 +104,22 @@ def test_broken_gaudi_setting_fails_with_its_fix(
     assert lines[-1].startswith("1 FAIL"), lines[-1]  # this setting alone fails
 
 
-@pytest.mark.skip(reason="needs the double's card ownership (C5), wip-contract")
 def test_card_held_by_another_process_fails() -> None:
-    """A live process holding the card the doctor would acquire: "device acquire" FAILs with the fix.
-
-    The check is in place (``hpu_doctor.collect_facts`` acquires a card as a cell would and reports the
-    error as ``DeviceFacts.unavailable``; unit-tested in tests/unit/test_doctor.py), but today's double
-    lets every process acquire every card.
-    """
+    """A live process holding the card the doctor would acquire: "device acquire" FAILs with the fix
+    (the double holds a card from a process's first device use until it exits: C5)."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time, torch, habana_frameworks.torch.core; time.sleep(60)"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, time, habana_frameworks.torch.hpu as h; h.synchronize(); print('held', flush=True);"
+            " time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(FAKES), "HLS_MODULE_ID": "0"},
     )
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         proc = doctor("--json", double=True, HPUBENCH_FAKE_HPU_COUNT="1", HLS_MODULE_ID="0")
         assert proc.returncode == 1
         assert "another process" in fails(proc)["device acquire"]["fix"]
