@@ -4,8 +4,10 @@ A full matrix has hundreds of cells, and a fresh interpreter importing torch cos
 would dwarf a tiny cell. So the launcher starts one zygote per distinct pre-import environment (the
 ``env_before_import`` variables such as ``PT_HPU_LAZY_MODE`` must be in force before the device
 framework is imported, and some torch builds import it on ``import torch``), and the zygote forks a child
-for every cell. The zygote itself never runs a torch op and never touches a device: a CUDA or HPU
-context does not survive a fork, and an initialised OpenMP pool makes forked children hang.
+for every cell. Every zygote also carries each accelerator's ``fork_server_env`` (HPU: bridge autoload
+off), so ``import torch`` here loads no device framework that a forked child would inherit. The zygote
+itself never runs a torch op and never touches a device: a CUDA or HPU context does not survive a fork,
+and an initialised OpenMP pool makes forked children hang.
 
 Each child gets its own session (so the whole tree it may spawn can be killed as one process group),
 stdout/stderr going to the cell's log, and faulthandler (a segfault or a timeout leaves a Python stack

@@ -19,6 +19,14 @@ def get(name: str) -> type[Accelerator]:
         raise KeyError(f"unknown accelerator {name!r}; known: {', '.join(names())}") from None
 
 
+def fork_server_env() -> dict[str, str]:
+    """Every accelerator's ``fork_server_env``, merged: the environment all fork servers share."""
+    env: dict[str, str] = {}
+    for cls in _REGISTRY.values():
+        env.update(cls.fork_server_env())
+    return env
+
+
 def names() -> list[str]:
     return sorted(_REGISTRY, key=lambda n: -_REGISTRY[n].auto_priority)
 

@@ -56,6 +56,16 @@ class Accelerator(ABC):
         return {}
 
     @classmethod
+    def fork_server_env(cls) -> dict[str, str]:
+        """Environment of every pre-warmed fork server (``hpubench.zygote``), whatever cell it serves.
+
+        A server imports torch and forks a child per cell; what torch loads with it, every child
+        inherits. A device framework that torch loads at ``import torch`` is turned off here, so each
+        child loads it itself. The variables reach every worker process (forked, spawned, ranks).
+        """
+        return {}
+
+    @classmethod
     def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
         """The device index one rank's process uses: one device per local rank, the cell's ids if named."""
         return cell.device_ids[local_rank] if cell.device_ids else local_rank

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import torch
 
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+AUTOLOAD_ENV = "PT_HPU_AUTOLOAD"
 LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
 FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
 # The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
@@ -169,6 +170,23 @@ class HPUAccelerator(Accelerator):
         env = {LAZY_MODE_ENV: "1" if cell.mode == "lazy" else "0"}
         env.update(op_list_env(os.environ))
         return env
+
+    @classmethod
+    def fork_server_env(cls) -> dict[str, str]:
+        """``PT_HPU_AUTOLOAD=0``: the fork server's ``import torch`` must not load the bridge.
+
+        From 1.19 ``import torch`` loads the bridge (contract C2), so without this every cell child
+        (and the detection and probe children) would be forked from a process with the bridge loaded.
+        C3: a child forked after the bridge initialised the device cannot use it, and whether a bridge
+        that was only loaded survives a fork is not confirmed. With autoload off the bridge is first
+        imported in the forked child (``torch_device``/``setup``/detection import it explicitly), so
+        forking is safe under either reading and cells keep the fork server's start-up (a fresh
+        interpreter per HPU cell, spawn isolation, would pay ``import torch`` and the bridge each
+        time for no safety gained). Spawned workers and distributed ranks get the variable too and
+        import the bridge the same way, after their ``env_before_import`` / ``rank_env`` variables
+        are set. A user's ``PT_HPU_AUTOLOAD`` is overridden for hpubench's workers only.
+        """
+        return {AUTOLOAD_ENV: "0"}
 
     @classmethod
     def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
