@@ -341,6 +341,16 @@ def _detect_to_file(out: str) -> None:
     write_json_atomic(out, {"inventory": detect().to_dict()}, indent=None)
 
 
+def release_devices() -> None:
+    """Give back every device this process set up (``Accelerator.release``): ``os._exit`` comes next
+    and skips the device frameworks' own exit-time cleanup. Failures go to the log, never up."""
+    # Deferred like every hpubench import here; the accelerator registry itself imports no torch.
+    from hpubench.core.accelerators import release_all
+
+    for line in release_all():
+        print(f"[hpubench] {line}", file=sys.stderr)
+
+
 def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
     """Body of a forked child; never returns (returning would run a second zygote loop)."""
     code = 70
@@ -374,6 +384,8 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
     finally:
+        with contextlib.suppress(BaseException):
+            release_devices()
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
             sys.stderr.flush()
@@ -542,6 +554,8 @@ def main(argv: list[str] | None = None) -> int:
         code = detect_once(args.detect, args.workloads_from)
     else:
         code = serve(args.workloads_from)
+    with contextlib.suppress(Exception):
+        release_devices()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

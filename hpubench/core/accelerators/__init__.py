@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hpubench.core.accelerators.base import Accelerator
+from hpubench.core.accelerators.base import Accelerator, release_all
+
+__all__ = ["Accelerator", "fork_server_env", "get", "names", "register", "release_all"]
 
 _REGISTRY: dict[str, type[Accelerator]] = {}
 

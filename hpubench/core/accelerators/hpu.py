@@ -9,7 +9,10 @@ matrix expansion and the CLI can ask them on any machine.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +26,10 @@ from hpubench.errors import CellSkipped, UsageError
 if TYPE_CHECKING:
     import torch
 
+BRIDGE_MODULE = "habana_frameworks.torch"
+# The bridge's exit-time cleanup: what its atexit handler runs (read from the bridge's sources, not in
+# hpu-api.md, so it may be missing: then only the synchronize runs).
+BRIDGE_CLEANUP = ("habana_frameworks.torch._hpu_C", "cleanup")
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
 AUTOLOAD_ENV = "PT_HPU_AUTOLOAD"
 LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
@@ -125,6 +132,7 @@ class HPUAccelerator(Accelerator):
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
         self._lazy: bool | None = None
+        self._set_up = False
 
     # ---- rules: pure, no torch -------------------------------------------------------------------
     @classmethod
@@ -246,6 +254,32 @@ class HPUAccelerator(Accelerator):
 
         self._lazy = bool(htcore.is_lazy())
         hpu.set_device(self.index)
+        self._set_up = True
+
+    def release(self) -> None:
+        """Drain the device, then run the bridge's exit-time cleanup, which ``os._exit`` would skip.
+
+        Contract C5: a card stays held until its process exits or releases it, and how soon the card
+        is free after ``os._exit`` is not confirmed; back-to-back multi-card cells need it free at once.
+        hpu-api.md documents no release call, so this is ``hpu.synchronize()`` (work still queued
+        finishes) and ``habana_frameworks.torch._hpu_C.cleanup()``, which the bridge registers to run
+        at interpreter exit, when the bridge has it. Only for a device this object set up: a process
+        that never used the device must not acquire it just to give it back.
+        """
+        if not self._set_up or BRIDGE_MODULE not in sys.modules:
+            return
+        self._set_up = False
+        from habana_frameworks.torch import hpu
+
+        try:
+            hpu.synchronize()
+        finally:
+            module, name = BRIDGE_CLEANUP
+            cleanup = None
+            with contextlib.suppress(ImportError):
+                cleanup = getattr(importlib.import_module(module), name, None)
+            if cleanup is not None:
+                cleanup()
 
     def _is_lazy(self) -> bool:
         if self._lazy is None:
