@@ -320,7 +320,16 @@ class Launcher:
     def _signature(self, cell: Cell) -> EnvSignature:
         from hpubench.core import accelerators
 
-        return tuple(sorted(accelerators.get(cell.accelerator).env_before_import(cell).items()))
+        env = accelerators.fork_server_env()
+        env.update(accelerators.get(cell.accelerator).env_before_import(cell))
+        return tuple(sorted(env.items()))
+
+    @staticmethod
+    def _server_signature() -> EnvSignature:
+        """The environment of a fork server that serves no particular cell (detection, probes)."""
+        from hpubench.core import accelerators
+
+        return tuple(sorted(accelerators.fork_server_env().items()))
 
     def _next_path(self, stem: str) -> Path:
         self._seq += 1
@@ -355,8 +364,9 @@ class Launcher:
         log = self._next_path("detect.log")
         if self.isolation == "spawn":
             return self._detect_spawned(out, log)
+        signature = self._server_signature()
         try:
-            z = self._zygote(())
+            z = self._zygote(signature)
         except _ZygoteStartFailed as exc:
             raise UsageError(f"cannot start the hpubench worker process: {exc}") from None
         try:
@@ -365,7 +375,7 @@ class Launcher:
                 DETECT_TIMEOUT_S + ZYGOTE_REPLY_SLACK_S,
             )
         except _ZygoteDied as exc:
-            self._drop(())
+            self._drop(signature)
             raise UsageError(f"accelerator detection failed: the worker process died ({exc})") from None
         data = self._read_out(out)
         if data is None or "inventory" not in data:
@@ -384,14 +394,15 @@ class Launcher:
             raise ProbeFailed("no pre-warmed worker under spawn isolation")
         out = self._next_path("probe.json")
         log = self._next_path("probe.log")
+        signature = self._server_signature()
         try:
-            z = self._zygote(())
+            z = self._zygote(signature)
             reply = z.request(
                 {"op": "probe", "argv": args, "out": str(out), "log": str(log), "timeout_s": timeout_s},
                 timeout_s + ZYGOTE_REPLY_SLACK_S,
             )
         except (_ZygoteStartFailed, _ZygoteDied) as exc:
-            self._drop(())
+            self._drop(signature)
             raise ProbeFailed(f"the worker process died ({exc})") from None
         data = self._read_out(out)
         if data is None:
@@ -434,7 +445,7 @@ class Launcher:
                 stdin=subprocess.DEVNULL,
                 stdout=logf,
                 stderr=logf,
-                env=_child_env(self.base_env, ()),
+                env=_child_env(self.base_env, self._server_signature()),
                 start_new_session=True,
             )
         self._spawned = proc

@@ -4,8 +4,10 @@ A full matrix has hundreds of cells, and a fresh interpreter importing torch cos
 would dwarf a tiny cell. So the launcher starts one zygote per distinct pre-import environment (the
 ``env_before_import`` variables such as ``PT_HPU_LAZY_MODE`` must be in force before the device
 framework is imported, and some torch builds import it on ``import torch``), and the zygote forks a child
-for every cell. The zygote itself never runs a torch op and never touches a device: a CUDA or HPU
-context does not survive a fork, and an initialised OpenMP pool makes forked children hang.
+for every cell. Every zygote also carries each accelerator's ``fork_server_env`` (HPU: bridge autoload
+off), so ``import torch`` here loads no device framework that a forked child would inherit. The zygote
+itself never runs a torch op and never touches a device: a CUDA or HPU context does not survive a fork,
+and an initialised OpenMP pool makes forked children hang.
 
 Each child gets its own session (so the whole tree it may spawn can be killed as one process group),
 stdout/stderr going to the cell's log, and faulthandler (a segfault or a timeout leaves a Python stack
@@ -339,6 +341,16 @@ def _detect_to_file(out: str) -> None:
     write_json_atomic(out, {"inventory": detect().to_dict()}, indent=None)
 
 
+def release_devices() -> None:
+    """Give back every device this process set up (``Accelerator.release``): ``os._exit`` comes next
+    and skips the device frameworks' own exit-time cleanup. Failures go to the log, never up."""
+    # Deferred like every hpubench import here; the accelerator registry itself imports no torch.
+    from hpubench.core.accelerators import release_all
+
+    for line in release_all():
+        print(f"[hpubench] {line}", file=sys.stderr)
+
+
 def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
     """Body of a forked child; never returns (returning would run a second zygote loop)."""
     code = 70
@@ -372,6 +384,8 @@ def _child(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
     finally:
+        with contextlib.suppress(BaseException):
+            release_devices()
         with contextlib.suppress(BaseException):
             sys.stdout.flush()
             sys.stderr.flush()
@@ -550,6 +564,8 @@ def main(argv: list[str] | None = None) -> int:
         code = detect_once(args.detect, args.workloads_from, args.doctor)
     else:
         code = serve(args.workloads_from)
+    with contextlib.suppress(Exception):
+        release_devices()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from hpubench.core.accelerators import release_all
 from hpubench.dist.agent import die_with_parent
 from hpubench.dist.spec import RESULT_FILE, LaunchSpec, rank_status_file
 
@@ -138,6 +139,10 @@ if __name__ == "__main__":
 
         traceback.print_exc()
     finally:
+        # After the status and the result: a device that will not let go costs the exit, not the record.
+        with contextlib.suppress(Exception):
+            for line in release_all():
+                print(f"[hpubench] {line}", file=sys.stderr)
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()

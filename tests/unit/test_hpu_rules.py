@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hpubench.cell import MODES, PRECISIONS, Cell
-from hpubench.core.accelerators import get
+from hpubench.core.accelerators import fork_server_env, get
 from hpubench.core.accelerators.hpu import (
     FP32_LIST_ENV,
     LOWER_LIST_ENV,
@@ -121,6 +121,13 @@ def test_skip_reason_total_on_any_name(name: str, precision: str, mode: str, gra
     assert reason is None or (isinstance(reason, str) and reason.strip())
     if gaudi_generation(name) != 1:  # generation rules only bite on a known first-gen name
         assert reason == HPUAccelerator.skip_reason(_cell(precision, mode, graphs), "GAUDI2")
+
+
+def test_every_fork_server_leaves_the_bridge_unloaded_at_import_torch() -> None:
+    """C2/C3: the servers import torch and fork cells; with autoload the bridge would be inherited.
+    (The launcher's use of it: tests/integration/test_hpu_fork_server.py.)"""
+    assert HPUAccelerator.fork_server_env() == {"PT_HPU_AUTOLOAD": "0"}
+    assert fork_server_env()["PT_HPU_AUTOLOAD"] == "0"
 
 
 @pytest.mark.parametrize(("mode", "flag"), [("lazy", "1"), ("eager", "0"), ("compile", "0")])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hpubench.core.accelerators.base import Accelerator
+from hpubench.core.accelerators.base import Accelerator, release_all
+
+__all__ = ["Accelerator", "fork_server_env", "get", "names", "register", "release_all"]
 
 _REGISTRY: dict[str, type[Accelerator]] = {}
 
@@ -17,6 +19,14 @@ def get(name: str) -> type[Accelerator]:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown accelerator {name!r}; known: {', '.join(names())}") from None
+
+
+def fork_server_env() -> dict[str, str]:
+    """Every accelerator's ``fork_server_env``, merged: the environment all fork servers share."""
+    env: dict[str, str] = {}
+    for cls in _REGISTRY.values():
+        env.update(cls.fork_server_env())
+    return env
 
 
 def names() -> list[str]:

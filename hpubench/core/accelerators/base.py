@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 # A training step: takes one batch (a tuple of tensors on the device), returns the loss tensor.
 StepFn = Callable[[tuple["torch.Tensor", ...]], "torch.Tensor"]
 
+# Every accelerator object made in this process, for ``release_all`` before the process ends.
+_MADE: list[Accelerator] = []
+
 
 class Accelerator(ABC):
     name: ClassVar[str]
@@ -35,6 +38,7 @@ class Accelerator(ABC):
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
+        _MADE.append(self)
 
     # ---- rules: pure, no torch -------------------------------------------------------------------
     @classmethod
@@ -54,6 +58,16 @@ class Accelerator(ABC):
     @classmethod
     def env_before_import(cls, cell: Cell) -> dict[str, str]:
         """Environment a worker must have *before* importing the device's framework for this cell."""
+        return {}
+
+    @classmethod
+    def fork_server_env(cls) -> dict[str, str]:
+        """Environment of every pre-warmed fork server (``hpubench.zygote``), whatever cell it serves.
+
+        A server imports torch and forks a child per cell; what torch loads with it, every child
+        inherits. A device framework that torch loads at ``import torch`` is turned off here, so each
+        child loads it itself. The variables reach every worker process (forked, spawned, ranks).
+        """
         return {}
 
     @classmethod
@@ -136,6 +150,16 @@ class Accelerator(ABC):
 
         return apply_plan(plan_threads("all", affinity(), local_world_size, local_rank, os.environ))
 
+    def release(self) -> None:
+        """Give the device back before this process ends (``release_all``, on every worker path).
+
+        Workers end with ``os._exit`` (a device framework's interpreter-exit hooks have crashed
+        finished cells), which also skips the framework's own exit-time cleanup; this hook runs the part
+        that frees the device, so the next cell can acquire it. Called once per process, after the
+        cell's result is written, whether the cell succeeded or not; a device never set up in this
+        process must be left alone. Default: nothing to do (the host, CUDA).
+        """
+
     @abstractmethod
     def synchronize(self) -> None: ...
 
@@ -203,3 +227,18 @@ class Accelerator(ABC):
     def env_flags(self) -> dict[str, str]:
         """Environment flags that change this device's behaviour, recorded with every result."""
         return {}
+
+
+def release_all() -> list[str]:
+    """``release()`` every accelerator made in this process, last made first; never raises.
+
+    Returns one line per failure, for the worker's log: the process is about to exit either way.
+    """
+    failures: list[str] = []
+    while _MADE:
+        acc = _MADE.pop()
+        try:
+            acc.release()
+        except Exception as exc:  # a broken device must not keep the worker from exiting
+            failures.append(f"releasing the {acc.name} device failed: {type(exc).__name__}: {exc}")
+    return failures

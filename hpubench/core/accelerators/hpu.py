@@ -9,7 +9,10 @@ matrix expansion and the CLI can ask them on any machine.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +27,12 @@ from hpubench.errors import CellSkipped, UsageError
 if TYPE_CHECKING:
     import torch
 
+BRIDGE_MODULE = "habana_frameworks.torch"
+# The bridge's exit-time cleanup: what its atexit handler runs (read from the bridge's sources, not in
+# hpu-api.md, so it may be missing: then only the synchronize runs).
+BRIDGE_CLEANUP = ("habana_frameworks.torch._hpu_C", "cleanup")
 LAZY_MODE_ENV = hpu_doctor.LAZY_MODE_ENV
+AUTOLOAD_ENV = hpu_doctor.AUTOLOAD_ENV
 LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
 FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
 # The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
@@ -157,6 +165,7 @@ class HPUAccelerator(Accelerator):
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
         self._lazy: bool | None = None
+        self._set_up = False
 
     # ---- rules: pure, no torch -------------------------------------------------------------------
     @classmethod
@@ -208,6 +217,23 @@ class HPUAccelerator(Accelerator):
         if cell.world_size == 1:
             env.update(cls.rank_env(cell, 0, os.environ))
         return env
+
+    @classmethod
+    def fork_server_env(cls) -> dict[str, str]:
+        """``PT_HPU_AUTOLOAD=0``: the fork server's ``import torch`` must not load the bridge.
+
+        From 1.19 ``import torch`` loads the bridge (contract C2), so without this every cell child
+        (and the detection and probe children) would be forked from a process with the bridge loaded.
+        C3: a child forked after the bridge initialised the device cannot use it, and whether a bridge
+        that was only loaded survives a fork is not confirmed. With autoload off the bridge is first
+        imported in the forked child (``torch_device``/``setup``/detection import it explicitly), so
+        forking is safe under either reading and cells keep the fork server's start-up (a fresh
+        interpreter per HPU cell, spawn isolation, would pay ``import torch`` and the bridge each
+        time for no safety gained). Spawned workers and distributed ranks get the variable too and
+        import the bridge the same way, after their ``env_before_import`` / ``rank_env`` variables
+        are set. A user's ``PT_HPU_AUTOLOAD`` is overridden for hpubench's workers only.
+        """
+        return {AUTOLOAD_ENV: "0"}
 
     @classmethod
     def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
@@ -297,6 +323,32 @@ class HPUAccelerator(Accelerator):
 
         self._lazy = bool(htcore.is_lazy())
         hpu.set_device(self.index)
+        self._set_up = True
+
+    def release(self) -> None:
+        """Drain the device, then run the bridge's exit-time cleanup, which ``os._exit`` would skip.
+
+        Contract C5: a card stays held until its process exits or releases it, and how soon the card
+        is free after ``os._exit`` is not confirmed; back-to-back multi-card cells need it free at once.
+        hpu-api.md documents no release call, so this is ``hpu.synchronize()`` (work still queued
+        finishes) and ``habana_frameworks.torch._hpu_C.cleanup()``, which the bridge registers to run
+        at interpreter exit, when the bridge has it. Only for a device this object set up: a process
+        that never used the device must not acquire it just to give it back.
+        """
+        if not self._set_up or BRIDGE_MODULE not in sys.modules:
+            return
+        self._set_up = False
+        from habana_frameworks.torch import hpu
+
+        try:
+            hpu.synchronize()
+        finally:
+            module, name = BRIDGE_CLEANUP
+            cleanup = None
+            with contextlib.suppress(ImportError):
+                cleanup = getattr(importlib.import_module(module), name, None)
+            if cleanup is not None:
+                cleanup()
 
     def _is_lazy(self) -> bool:
         if self._lazy is None:

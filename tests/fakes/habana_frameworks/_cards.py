@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+from habana_frameworks import _lifecycle
 from habana_frameworks._double import device_count as box_count
 from habana_frameworks._double import record
 
@@ -153,3 +154,8 @@ def held_modules() -> dict[int, str]:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
     return out
+
+
+# The bridge's cleanup (``_hpu_C.cleanup``, what hpubench's ``Accelerator.release`` calls before its
+# workers' ``os._exit``) gives the card back before the process ends.
+_lifecycle.on_release(release)

@@ -19,6 +19,8 @@ from typing import Any
 
 import psutil
 
+from habana_frameworks import _lifecycle
+
 NAME_ENV = "HPUBENCH_FAKE_HPU_NAME"
 COUNT_ENV = "HPUBENCH_FAKE_HPU_COUNT"
 CALL_LOG_ENV = "HPUBENCH_FAKE_HPU_CALL_LOG"
@@ -38,6 +40,7 @@ def record(name: str, detail: str = "") -> None:
         line = f"{name}\t{detail}".replace("\n", " ")
         with open(path, "a", encoding="utf-8") as f:
             f.write(line + "\n")
+    _lifecycle.on_call(name, detail)  # C3: may refuse a device call in a forked child
 
 
 def device_name() -> str:

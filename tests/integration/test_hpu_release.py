@@ -1,0 +1,112 @@
+"""Every HPU worker path gives its card back before ``os._exit`` (contract C5, issue 12 item 5).
+
+Workers end with ``os._exit``, which skips the bridge's exit-time cleanup; ``Accelerator.release`` runs
+it instead. The double logs that cleanup as ``hpu.cleanup<TAB>pid=N released=True`` when the process
+held the device. Each case runs real cells through the real launcher: a forked child, a spawned
+interpreter, two distributed ranks, and a cell that fails part way.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hpubench.cell import Cell, PlannedCell
+from hpubench.launch import Launcher
+from hpubench.store import ResultStore
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+
+FAILING_WORKLOAD = textwrap.dedent(
+    """
+    from typing import ClassVar
+
+    import torch
+    from torch import nn
+
+    import workloads
+    from workloads.base import SizeSpec, Workload
+
+    _calls = {"n": 0}
+
+
+    @workloads.register
+    class FailsAtThirdStep(Workload):
+        name = "fails_at_third_step"
+        description = "a linear model whose third training step raises"
+        sizes: ClassVar[dict[str, SizeSpec]] = {"tiny": SizeSpec(8, "tiny")}
+        optimizer = "sgd"
+
+        def build_model(self, size):
+            return nn.Linear(4, 1)
+
+        def make_batch(self, size, batch_size, device, generator):
+            return (torch.randn(batch_size, 4, generator=generator).to(device),)
+
+        def loss(self, model, batch):
+            if batch[0].device.type != "meta":
+                _calls["n"] += 1
+                if _calls["n"] == 3:
+                    raise RuntimeError("this workload fails at its third step")
+            return model(batch[0]).square().mean()
+    """
+)
+
+
+def _env(calls: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PT_HPU", "HPUBENCH_FAKE", "HLS_"))}
+    env.pop("HABANA_VISIBLE_MODULES", None)
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(FAKES), env.get("PYTHONPATH", "")]),
+        HPUBENCH_FAKE_HPU_CALL_LOG=str(calls),
+    )
+    return env
+
+
+def _cleanups(calls: Path) -> list[str]:
+    """The cleanup lines, asserting each comes after its process's last device call."""
+    lines = calls.read_text().splitlines()
+    cleanups = [line for line in lines if line.startswith("hpu.cleanup\t")]
+    if cleanups:
+        last_cleanup = max(i for i, line in enumerate(lines) if line.startswith("hpu.cleanup\t"))
+        assert all(not line.startswith("hpu.set_device") for line in lines[last_cleanup + 1 :])
+    return cleanups
+
+
+def _run(tmp_path: Path, cell: Cell, isolation: str = "fork", files: list[str] | None = None):
+    calls = tmp_path / "calls.log"
+    store = ResultStore(tmp_path / "run")
+    with Launcher(files, base_env=_env(calls), isolation=isolation) as launcher:
+        (result,) = launcher.run([PlannedCell(cell)], store, timeout_s=150)
+    return result, _cleanups(calls)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolation", ["fork", "spawn"])
+def test_a_single_device_cell_releases_its_card_before_exiting(tmp_path: Path, isolation: str) -> None:
+    cell = Cell("mlp", accelerator="hpu", mode="eager", warmup_steps=1, steps=2)
+    result, cleanups = _run(tmp_path, cell, isolation)
+    assert result.status == "ok", (result.reason, result.traceback_tail)
+    assert len(cleanups) == 1 and cleanups[0].endswith("released=True"), cleanups
+
+
+@pytest.mark.slow
+def test_a_failing_cell_releases_its_card_too(tmp_path: Path) -> None:
+    plugin = tmp_path / "failing.py"
+    plugin.write_text(FAILING_WORKLOAD)
+    cell = Cell("fails_at_third_step", accelerator="hpu", mode="eager", warmup_steps=1, steps=4)
+    result, cleanups = _run(tmp_path, cell, files=[str(plugin)])
+    assert result.status == "failed" and "third step" in str(result.reason), result.reason
+    assert len(cleanups) == 1 and cleanups[0].endswith("released=True"), cleanups
+
+
+@pytest.mark.slow
+def test_every_rank_of_a_multi_card_cell_releases_its_card(tmp_path: Path) -> None:
+    cell = Cell("mlp", accelerator="hpu", devices=2, mode="eager", warmup_steps=1, steps=2)
+    result, cleanups = _run(tmp_path, cell)
+    assert result.status == "ok", (result.reason, result.traceback_tail)
+    pids = {line.split("\t")[1].split()[0] for line in cleanups}
+    assert len(pids) == 2 and all(line.endswith("released=True") for line in cleanups), cleanups
