@@ -305,14 +305,16 @@ def findings(facts: DeviceFacts) -> list[Finding]:
     """Every Gaudi finding: the shared device checks, then the bridge's settings."""
     out = device_findings(facts, LIBRARY_FIXES)
     environ: Mapping[str, str] = facts.extra.get("environ", {})
+    raw_ids = facts.extra.get("module_ids")
+    ids = None if raw_ids is None else [int(i) for i in raw_ids]
     if not facts.present:
-        # Settings for a bridge that is not here matter little, but a broken one is still worth saying.
-        return out + [f for f in visible_modules_findings(environ, None) if f.level == FAIL]
+        # Settings for a bridge that is not here matter little, but a broken one is still worth saying,
+        # above all when it is why no module is visible (HABANA_VISIBLE_MODULES naming only absent ones).
+        return out + [f for f in visible_modules_findings(environ, ids) if f.level == FAIL]
     lazy = facts.extra.get("lazy_in_force")
     out.append(lazy_mode_finding(environ.get(LAZY_MODE_ENV), None if lazy is None else bool(lazy)))
     out.append(
         autoload_finding(environ.get(AUTOLOAD_ENV), bool(facts.extra.get("bridge_loaded_by_import_torch")))
     )
-    ids = facts.extra.get("module_ids")
-    out += visible_modules_findings(environ, None if ids is None else [int(i) for i in ids])
+    out += visible_modules_findings(environ, ids)
     return out
