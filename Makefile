@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install browser smoke test bench bench-threads lint format
+.PHONY: install browser smoke test bench bench-threads gpu-check lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -35,6 +35,10 @@ bench: install
 
 bench-threads: install
 	$(PY) benchmarks/threads.py
+
+# The CUDA paths once each on this machine's GPUs (benchmarks/gpu-check.toml), with a table; exit 2 without a GPU.
+gpu-check: install
+	$(PY) benchmarks/gpu_check.py
 
 lint:
 	$(PY) -m ruff check .

@@ -1,0 +1,68 @@
+"""make gpu-check (benchmarks/gpu_check.py) off a GPU machine: it says nothing was verified and exits 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+
+pytestmark = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="a GPU is here: make gpu-check runs for real"
+)
+
+
+def _check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_without_a_gpu_nothing_is_verified_and_it_says_so(tmp_path: Path) -> None:
+    proc = _check("--out", str(tmp_path / "check"))
+    assert proc.returncode == 2
+    assert "no CUDA device on this machine: nothing was verified" in proc.stdout
+    assert not (tmp_path / "check").exists()
+
+
+def test_an_earlier_check_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "check"
+    out.mkdir()
+    (out / "cells.jsonl").write_text("kept\n")
+    proc = _check("--out", str(out))
+    assert proc.returncode == 2 and "exists; give a new --out" in proc.stdout
+    assert (out / "cells.jsonl").read_text() == "kept\n"
+
+
+def test_the_check_matrix_covers_every_cuda_path() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hpubench",
+            "list",
+            "cells",
+            "--matrix",
+            str(ROOT / "benchmarks" / "gpu-check.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout + proc.stderr
+    for part in (
+        "/cuda/",
+        "32-true",
+        "bf16-mixed",
+        "16-mixed",
+        "/eager/",
+        "/compile/",
+        "/graphs/",
+        "/nographs/",
+    ):
+        assert part in text, part
+    assert "/cpu/" not in text
