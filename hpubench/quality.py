@@ -62,6 +62,12 @@ autocorrelated, so on thousands of steps a rank test finds drifts of a fraction 
 "significant"; a 1% drift does not change any conclusion a user draws, 3% starts to (it is above the 2%
 interval ``--steps auto`` targets)."""
 
+MIN_INTERVAL_STEPS = 5
+"""Fewest measured steps whose interval is believed. A percentile bootstrap over n values never leaves
+their range, so for a handful of steps it only restates them: 2 steps 1% apart give a ±0.5% "interval"
+whatever the spread between runs. Below this a figure is ``noisy`` however close its steps are
+(a budgeted run that can afford 2 steps of a minute-long cell says so instead of passing it)."""
+
 MIN_TREND_STEPS = 10
 """Fewest measured steps the halves test is run on: with 5 against 5 the smallest exact two-sided
 p-value is 2/252 = 0.008 < UNSTABLE_ALPHA; with 4 against 4 it is 2/70 = 0.029, so fewer steps could
@@ -172,6 +178,11 @@ def _unstable(times: Sequence[float]) -> Finding | None:
 def _noisy(times: Sequence[float], rel_halfwidth: float | None, stop: Any) -> Finding | None:
     if len(times) < 2:
         return Finding(NOISY, f"only {len(times)} measured step{'s' if len(times) != 1 else ''}: no interval")
+    if len(times) < MIN_INTERVAL_STEPS:
+        return Finding(
+            NOISY,
+            f"only {len(times)} measured steps: too few for an interval (at least {MIN_INTERVAL_STEPS})",
+        )
     hw = rel_halfwidth if rel_halfwidth is not None else stats.throughput(times, 1.0).rel_halfwidth
     if hw <= NOISY_HALFWIDTH:
         return None

@@ -72,6 +72,14 @@ def test_one_step_has_no_interval():
     assert assess([0.01]) == Quality(NOISY, ("only 1 measured step: no interval",))
 
 
+def test_a_handful_of_steps_is_noisy_however_close_they_are():
+    # 2 steps 1% apart: the bootstrap "interval" is ±0.5%, a restatement of the two values
+    few = [0.010, 0.0101]
+    assert assess(few) == Quality(NOISY, ("only 2 measured steps: too few for an interval (at least 5)",))
+    assert assess([0.01] * (quality.MIN_INTERVAL_STEPS - 1)).verdict == NOISY
+    assert assess([0.01] * quality.MIN_INTERVAL_STEPS).verdict == OK
+
+
 def test_planted_step_change_is_unstable_with_direction_and_p_value():
     steps = lognormal(40, 0.02, 1)
     steps[20:] *= 1.12
