@@ -7,6 +7,7 @@ calls :func:`register` once. Like the rest of the CLI: parse, call, print; bad i
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -260,11 +261,14 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
     ) -> None:
         """Write results in another tool's format: pytest-benchmark JSON, which its 'compare' reads."""
         from hpubench import baselines
-        from hpubench.export import FORMATS, to_pytest_benchmark
-        from hpubench.store import ResultStore, load_results, write_json_atomic
+        from hpubench.export import FORMATS, SUFFIXES, to_pytest_benchmark
+        from hpubench.outfile import check_suffix, check_target, write_output
+        from hpubench.store import ResultStore, load_results
 
         if fmt not in FORMATS:
             raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        check_suffix(out, SUFFIXES)
+        check_target(out)
         path = baselines.resolve(results, baseline_dir)
         records = load_results([str(path)])
         meta = ResultStore(path if path.is_dir() else path.parent).read_meta() or {}
@@ -272,10 +276,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         n = len(doc["benchmarks"])
         if n == 0:
             raise UsageError(f"{results} has no measured cells to export (every cell failed or was skipped)")
-        try:
-            write_json_atomic(out, doc, indent=4)
-        except OSError as e:
-            raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
+        write_output(out, (json.dumps(doc, indent=4, sort_keys=True, default=str) + "\n").encode())
         left = len({r.key for r in records}) - n
         err_console.print(
             f"wrote {n} benchmark(s) to {out}"

@@ -9,6 +9,7 @@ cells are left out, as pytest-benchmark leaves out benchmarks that errored; the 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Any
 
 from hpubench.autosteps import AutoSteps
 from hpubench.compare import group_runs
+from hpubench.outfile import write_output
 from hpubench.record import CellResult
 from hpubench.stats import pytest_benchmark_stats
-from hpubench.store import utc_now_iso, write_json_atomic
+from hpubench.store import utc_now_iso
 
 FORMATS: tuple[str, ...] = ("pytest-benchmark",)
+SUFFIXES: tuple[str, ...] = ("json",)  # what -o may end in: pytest-benchmark's saved runs are JSON
 
 
 def _pytest_benchmark_version() -> str:
@@ -145,7 +148,8 @@ def to_pytest_benchmark(records: Sequence[CellResult], meta: dict[str, Any] | No
 def write_pytest_benchmark(
     records: Sequence[CellResult], meta: dict[str, Any] | None, out: str | os.PathLike[str]
 ) -> dict[str, Any]:
+    """Write the document where an output may go (``hpubench.outfile``); returns it."""
     doc = to_pytest_benchmark(records, meta)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out, doc, indent=4)
+    write_output(out, (json.dumps(doc, indent=4, sort_keys=True, default=str) + "\n").encode())
     return doc

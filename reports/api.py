@@ -2,7 +2,8 @@
 
 An output file is either the old one or a complete new one, never half of either: everything is built
 in memory first (any bad input fails before the output is touched), then written to a temporary file
-beside the target and moved over it with ``os.replace``.
+beside the target and moved over it with ``os.replace``, only where an output may go
+(``hpubench.outfile``: a new path or a regular file outside any results directory).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from hpubench.compare import COMPARE_STATISTIC, Comparison, compare
 from hpubench.errors import UsageError
+from hpubench.outfile import check_suffix, check_target, write_output
 from hpubench.pricing import Tables, check_price, load_tables
 from hpubench.stats import LOCATIONS
 from reports.build import compare_html, report_html
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("html", "csv", "parquet", "json")
+COMPARE_SUFFIXES = ("html", "htm")
 
 
 @dataclass(frozen=True)
@@ -39,29 +42,16 @@ class ReportSummary:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step; a failure leaves the old file (or none) in place."""
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"output {target} is a directory; give a file name, e.g. {target / 'report.html'}")
-    if not target.parent.is_dir():
-        raise UsageError(f"cannot write {target}: directory {target.parent} does not exist; create it first")
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {target}: {e.strerror or e}") from None
+    """Replace ``path`` with ``data`` in one step, where an output may go (``hpubench.outfile``)."""
+    write_output(path, data)
 
 
 def resolve_format(out: Path, fmt: str | None) -> str:
-    """``--format`` wins; without it the output's suffix decides (report.csv is CSV), else HTML."""
+    """``--format`` wins; without it the output's suffix decides (report.csv is CSV); an unknown suffix
+    is an error listing the known ones."""
     if fmt is None:
-        suffix = out.suffix.lower().lstrip(".")
-        return suffix if suffix in FORMATS else "html"
+        check_suffix(out, FORMATS)
+        return out.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     return fmt
@@ -112,6 +102,7 @@ def report(
 ) -> ReportSummary:
     out = Path(out)
     fmt = resolve_format(out, fmt)
+    check_target(out)  # before the work: the write checks again
     if not paths:
         raise UsageError("give at least one results directory or cells.jsonl file")
     if epoch_samples is not None and epoch_samples < 1:
@@ -154,6 +145,8 @@ def comparison(
 ) -> Comparison:
     if statistic not in LOCATIONS:
         raise UsageError(f"--statistic must be one of {', '.join(LOCATIONS)}, got {statistic!r}")
+    check_suffix(Path(out), COMPARE_SUFFIXES)
+    check_target(out)  # before the work: the write checks again
     tables = make_tables(prices_file)
     b = _only(load_result_set(base), base_accelerator, "base")
     c = _only(load_result_set(candidate), candidate_accelerator, "candidate")
