@@ -5,18 +5,21 @@ The CLI only parses and prints.
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import cluster, doctor, doctor_probe, matrix
+from hpubench import cluster, doctor, doctor_probe, matrix, runlock
 from hpubench.cell import PlannedCell
 from hpubench.core import accelerators
-from hpubench.errors import ProbeFailed, UsageError
+from hpubench.errors import ProbeFailed, UsageError, WriteFailed
 from hpubench.inventory import Inventory
 from hpubench.launch import Event, Launcher
+from hpubench.outfile import os_error_text
 from hpubench.preflight import BudgetedStore, BudgetRun
 from hpubench.record import CellResult
 from hpubench.runoptions import RunOptions
@@ -90,7 +93,19 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
 
 
 def check_out_dir(out: Path, resume: bool) -> None:
-    """Refuse to mix a new run into an existing one: its records must never be lost or blended."""
+    """Refuse to mix a new run into an existing one, and claim ``out`` as this process's alone.
+
+    The directory is checked, created and locked (``hpubench.runlock``: one writer per run directory,
+    held until this process ends), then checked again: a run that ended between the two would otherwise
+    be mixed into. Every refusal happens before anything is written.
+    """
+    runlock.check_free(out)  # a live run is named as such, not as "already holds a run"
+    _refuse_existing(out, resume)
+    runlock.acquire(out)
+    _refuse_existing(out, resume)
+
+
+def _refuse_existing(out: Path, resume: bool) -> None:
     if not resume and ResultStore(out).exists():
         raise UsageError(
             f"results directory {str(out)!r} already holds a run; "
@@ -153,26 +168,46 @@ def run_plan(
         store = ResultStore(out) if budget is None else BudgetedStore(out, budget)
     if options is not None:
         options = replace(options, output_dir=str(Path(out).resolve()))
-    if not store.exists() or store.read_meta() is None:
-        store.write_meta(
-            run_metadata(
-                argv=argv,
-                inventory=plan.inventory,
-                spec_name=plan.spec.name,
-                repeat=repeat,
-                **({"cluster": asdict(node)} if node is not None else {}),
+    try:
+        if not store.exists() or store.read_meta() is None:
+            store.write_meta(
+                run_metadata(
+                    argv=argv,
+                    inventory=plan.inventory,
+                    spec_name=plan.spec.name,
+                    repeat=repeat,
+                    **({"cluster": asdict(node)} if node is not None else {}),
+                )
             )
+        return launcher.run(
+            plan.cells,
+            store,
+            timeout_s=timeout_s,
+            resume=resume,
+            on_event=on_event if budget is None else _both(budget.on_event, on_event),
+            repeat=repeat,
+            options=options,
+            adjust=None if budget is None else budget.adjust,
         )
-    return launcher.run(
-        plan.cells,
-        store,
-        timeout_s=timeout_s,
-        resume=resume,
-        on_event=on_event if budget is None else _both(budget.on_event, on_event),
-        repeat=repeat,
-        options=options,
-        adjust=None if budget is None else budget.adjust,
-    )
+    except WriteFailed as exc:  # disk full, read-only: the launcher stopped every cell; say how to go on
+        raise UsageError(f"{exc}; fix the disk, then resume with: {resume_command(argv, out)}") from None
+    except OSError as exc:  # a log or a cell's scratch file on a full disk: the same, else a real bug
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            raise
+        raise UsageError(
+            f"{os_error_text(exc)} ({exc.filename}); the records written so far are intact; fix the disk, "
+            f"then resume with: {resume_command(argv, out)}"
+        ) from None
+
+
+def resume_command(argv: list[str], out: Path) -> str:
+    """The command line that continues this run: the same arguments, its --out, and --resume."""
+    args = list(argv[1:])
+    if not any(a in ("-o", "--out") or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    if "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["hpubench", *args])
 
 
 def _both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Callable[[Event], None]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.errors import UsageError
+from hpubench.outfile import os_error_text
 from hpubench.record import CellResult
 from hpubench.runspread import run_to_run_figures
 from hpubench.store import (
@@ -78,8 +79,14 @@ def _summary(records: list[CellResult]) -> dict[str, Any]:
 @contextlib.contextmanager
 def _locked(directory: Path):
     """An advisory lock on the baselines directory, so two saves cannot lose each other's index entry."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise UsageError(
+            f"cannot write the baselines directory {directory}: {os_error_text(e)}; "
+            "fix: give a writable --dir"
+        ) from None
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -136,16 +143,25 @@ def save(
             meta[RUN_TO_RUN] = spreads
         meta["baseline"] = {"name": name, "saved_at": saved_at, "source": str(source.resolve()), "note": note}
         tmp = directory / f".{name}.tmp-{os.getpid()}"
+        old = directory / f".{name}.old-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
         try:
+            tmp.mkdir(parents=True)
             write_file_synced(tmp / CELLS_FILE, b"".join(record_line(r) for r in records))
             write_json_atomic(tmp / META_FILE, meta)
-            old = directory / f".{name}.old-{os.getpid()}"
             if target.exists():
                 os.rename(target, old)
             os.rename(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
+        except OSError as e:  # a full disk: the old baseline (if any) stays as it was
+            shutil.rmtree(tmp, ignore_errors=True)
+            if old.exists() and not target.exists():
+                with contextlib.suppress(OSError):
+                    os.rename(old, target)
+            raise UsageError(
+                f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
+                "fix: free space or give a writable --dir"
+            ) from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -162,7 +178,13 @@ def save(
             **_summary(records),
             "run_to_run_cells": len(spreads),
         }
-        write_json_atomic(directory / INDEX_FILE, {"version": INDEX_VERSION, "baselines": index})
+        try:
+            write_json_atomic(directory / INDEX_FILE, {"version": INDEX_VERSION, "baselines": index})
+        except OSError as e:
+            raise UsageError(
+                f"baseline {name!r} was saved in {target} but the index {directory / INDEX_FILE} could not "
+                f"be written: {os_error_text(e)}; fix: free space, then save it again with --force"
+            ) from None
     return target
 
 

@@ -5,6 +5,11 @@ class UsageError(Exception):
     """Bad input from the user: the message names the problem and the fix, on one line."""
 
 
+class WriteFailed(UsageError):
+    """A record or the run's metadata could not be written (disk full, read-only filesystem, I/O error);
+    what was written before is intact. ``hpubench.api.run_plan`` adds how to resume."""
+
+
 class CellSkipped(Exception):
     """Raised inside a worker when a cell turns out not to be runnable here; the message is the reason."""
 

@@ -34,6 +34,7 @@ from hpubench.cluster import ClusterEnv
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.eta import StepProgress
 from hpubench.inventory import Inventory
+from hpubench.logcap import cap_log
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.runoptions import RunOptions
 from hpubench.stepfeed import feed_path
@@ -539,6 +540,7 @@ class Launcher:
                                 cell, log, cell_timeout, cell_options, rep, i, watch.path
                             )
                         result = replace(watch.keep_partial(result), repeat=rep)
+                        cap_log(log)  # the cell has ended: its reason already read the tail
                         kind = "skipped" if result.status == STATUS_SKIPPED else "finished"
                         emit(Event(kind, index, total, key, result.status, result.wall_s, result.reason))
                         if kind == "skipped" and rep > 0:
@@ -553,6 +555,7 @@ class Launcher:
                                 cell, log, cell_timeout, _cell_options(options, key, rep), watch.path
                             )
                         result = replace(watch.keep_partial(result), repeat=rep)
+                        cap_log(log)  # the cell has ended: its reason already read the tail
                         store.append(result)
                         emit(
                             Event(

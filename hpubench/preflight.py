@@ -36,6 +36,7 @@ from hpubench.estimate import (
 )
 from hpubench.inventory import Inventory
 from hpubench.launch import Event
+from hpubench.outfile import os_error_text
 from hpubench.record import CellResult
 from hpubench.store import ResultStore, load_results, write_json_atomic
 
@@ -390,5 +391,11 @@ def write_estimates(run_dir: Path, pre: Preflight, budget_plan: BudgetPlan | Non
     if budget_plan is not None:
         allotments = [vars(a) for a in budget_plan.allotments]
         data["budget"] = {"budget_s": budget_plan.budget_s, "allotments": allotments}
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_dir / ESTIMATES_FILE, data)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(run_dir / ESTIMATES_FILE, data)
+    except OSError as e:
+        raise UsageError(
+            f"cannot write {run_dir / ESTIMATES_FILE}: {os_error_text(e)}; "
+            "fix: free space or give another --out"
+        ) from None

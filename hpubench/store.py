@@ -12,6 +12,7 @@ Pandas is imported only inside :func:`to_dataframe`: the CLI imports this module
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
-from hpubench.errors import UsageError
+from hpubench.errors import UsageError, WriteFailed
 from hpubench.inventory import Inventory
+from hpubench.outfile import os_error_text
 from hpubench.record import SCHEMA_VERSION, STATUS_FAILED, STATUS_OK, CellResult, Metrics
 
 if TYPE_CHECKING:
@@ -84,8 +86,13 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, *, indent: int | 
         text = json.dumps(data, separators=(",", ":"), default=str)
     else:
         text = json.dumps(data, indent=indent, sort_keys=True, default=str)
-    write_file_synced(tmp, (text + "\n").encode())
-    os.replace(tmp, path)
+    try:
+        write_file_synced(tmp, (text + "\n").encode())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):  # a full disk must not also keep the half-written copy
+            tmp.unlink()
+        raise
     _fsync_dir(path.parent)
 
 
@@ -170,8 +177,11 @@ class ResultStore:
         return self.run_dir / LOGS_DIR / f"{safe}{suffix}.log"
 
     def write_meta(self, meta: dict[str, Any]) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.meta_path, meta)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(self.meta_path, meta)
+        except OSError as e:
+            raise WriteFailed(f"cannot write {self.meta_path}: {os_error_text(e)}") from None
 
     def exists(self) -> bool:
         """Whether a run already wrote here (a new run must not silently mix with an old one)."""
@@ -194,17 +204,32 @@ class ResultStore:
         return meta
 
     def append(self, result: CellResult) -> None:
-        """Add one record durably; cut off a torn tail first so the new line starts on a line boundary."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        """Add one record durably; cut off a torn tail first so the new line starts on a line boundary.
+
+        A write that fails (disk full, read-only filesystem) is undone (the file is cut back to where it
+        ended) and raised as WriteFailed: the records before it stay intact, no torn line is left.
+        """
         line = record_line(result)
-        fd = os.open(self.cells_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.cells_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise WriteFailed(f"cannot write a record to {self.cells_path}: {os_error_text(e)}") from None
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             self._repair_tail(fd)
-            # One write for the whole line; an error midway leaves a torn tail that the next append or
-            # load handles.
-            _write_all(fd, line)
+            end = os.fstat(fd).st_size
+            try:
+                _write_all(fd, line)
+            except OSError as e:
+                with contextlib.suppress(OSError):  # shrinking needs no space
+                    os.ftruncate(fd, end)
+                    os.fsync(fd)
+                raise WriteFailed(
+                    f"{os_error_text(e)}: could not write a record to {self.cells_path}; "
+                    "the records written before it are intact"
+                ) from None
         finally:
             os.close(fd)  # also releases the lock
 
