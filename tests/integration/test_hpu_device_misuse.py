@@ -82,3 +82,35 @@ def test_a_batch_moved_to_the_device_trains_on_hpu() -> None:
     kind, param_device, loss_device, loss = out.split()
     assert (kind, param_device, loss_device) == ("OK", "hpu:0", "hpu:0"), out
     assert float(loss) > 0
+
+
+def test_compiled_code_making_tensors_on_the_device_runs_on_hpu() -> None:
+    """torch.compile(backend="hpu_backend") traces the double's HPU tensors with fake tensors; a tensor
+    the traced code makes on the device (positions, as gpt does) must meet the parameters there."""
+    script = textwrap.dedent(
+        """
+        import torch
+        import habana_frameworks.torch.core  # noqa: F401
+
+        emb = torch.nn.Embedding(16, 4).to("hpu:0")
+
+        def f(tokens):
+            positions = torch.arange(tokens.shape[0], device=tokens.device)
+            return (emb(tokens) + emb(positions)).sum()
+
+        tokens = torch.tensor([1, 2, 3]).to("hpu:0")
+        out = torch.compile(f, backend="hpu_backend")(tokens)
+        out.backward()
+        print(out.device, emb.weight.grad.device, torch.allclose(out.cpu(), f(tokens).cpu()))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env=_env(PT_HPU_LAZY_MODE="0"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["hpu:0", "hpu:0", "True"]

@@ -90,7 +90,7 @@ class HPUTensor(torch.Tensor):
     ) -> Any:
         kwargs = kwargs or {}
         flat, _ = tree_flatten((args, kwargs))
-        hpu_devices = {x.device for x in flat if is_hpu_tensor(x)}
+        hpu_devices = {x.device for x in flat if isinstance(x, torch.Tensor) and x.device.type == "hpu"}
         target = kwargs.get("device")
         if target is not None:
             target = torch.device(target)
@@ -110,11 +110,21 @@ class HPUTensor(torch.Tensor):
 
 
 def _is_host(x: Any) -> bool:
-    return isinstance(x, torch.Tensor) and not is_hpu_tensor(x)
+    return isinstance(x, torch.Tensor) and not is_hpu_tensor(x) and x.device.type != "hpu"
+
+
+def _host_of(x: Any) -> Any:
+    if is_hpu_tensor(x):
+        return x.host
+    if isinstance(x, torch.Tensor) and x.device.type == "hpu":
+        # Only under torch.compile's fake tensors: a tensor made on "hpu" while tracing never reaches the
+        # HPU kernels, so it is a plain fake tensor with the HPU device; its host twin is a fake as well.
+        return x.to(CPU)
+    return x
 
 
 def _to_host(tree: Any) -> Any:
-    return tree_map(lambda x: x.host if is_hpu_tensor(x) else x, tree)
+    return tree_map(_host_of, tree)
 
 
 def _refuse_mixed(func: Any, flat: list[Any], hpu_devices: set[torch.device]) -> None:
