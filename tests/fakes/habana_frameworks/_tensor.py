@@ -1,9 +1,10 @@
 """The double's HPU tensors: tensors whose device is ``hpu:N`` and whose data is a host tensor inside.
 
 With the device runtime loaded (``_runtime``), stock torch accepts the ``"hpu"`` device but has no kernel
-for it. The double registers two, for the HPU dispatch key, that every tensor creation on the device
-reaches (``empty.memory_format``, ``empty_strided``: ``torch.randn(..., device="hpu")``, ``.to("hpu")``,
-``model.to("hpu")``, ``torch.zeros_like`` ...). They return an ``HPUTensor``: a wrapper subclass whose
+for it. The double registers the few that ops reach on the HPU dispatch key itself: the allocations every
+tensor creation on the device ends in (``empty.memory_format``, ``empty_strided``: ``torch.randn(...,
+device="hpu")``, ``.to("hpu")``, ``model.to("hpu")``, ``torch.zeros_like`` ...), ``_copy_from`` and
+``_fused_sdp_choice`` (asked below the Python key). They return an ``HPUTensor``: a wrapper subclass whose
 ``device`` is the HPU device and which holds a host tensor of the same shape. Every op on it goes through
 ``__torch_dispatch__``, which runs the op on the host tensors and wraps tensor results back onto the HPU
 device, so autograd, optimizers, ``.item()`` and ``.cpu()`` work as on a device.
