@@ -3,15 +3,12 @@ doubles of tests/fakes, in this process or in a worker subprocess."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
@@ -70,10 +67,14 @@ def logged(path: Path, name: str) -> list[str]:
 
 
 def purge_double() -> None:
-    """Forget every imported piece of the double (cards released, torch.Generator restored)."""
+    """Forget every imported piece of the double (cards released, HPU device retired, torch.Generator
+    restored)."""
     cards = sys.modules.get("habana_frameworks._cards")
     if cards is not None:
         cards.release()
+    runtime = sys.modules.get("habana_frameworks._runtime")
+    if runtime is not None:
+        runtime.retire()  # torch sees no HPU device once the double is gone
     torch.Generator = torch._C.Generator  # type: ignore[misc]
     torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
     for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
@@ -87,14 +88,3 @@ def purge_double() -> None:
     if hook is not None:
         hook.remove()
         module_mod._hpubench_double_lazy_hook = None
-
-
-def fakes_sitecustomize() -> ModuleType:
-    """The shipped sitecustomize under a private name, its import hook kept out of this process."""
-    spec = importlib.util.spec_from_file_location("_contract_fakes_sitecustomize", FAKES / "sitecustomize.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    meta_path = list(sys.meta_path)
-    spec.loader.exec_module(module)
-    sys.meta_path[:] = meta_path
-    return module

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from contract_doubles import double_env, fakes_sitecustomize, run_worker
+from contract_doubles import double_env, run_worker
 
 import workloads
 from hpubench.core.accelerators.cpu import CPUAccelerator
@@ -24,12 +24,12 @@ def test_the_double_refuses_a_generator_on_hpu(bridge, device) -> None:
         torch.Generator(device=device)
 
 
-def test_the_double_refuses_a_generator_on_its_stand_in_hpu_device(bridge, monkeypatch) -> None:
-    """Under the double the accelerator hands out host memory; a Generator there is still refused."""
+def test_the_double_refuses_a_generator_on_the_accelerators_hpu_device(bridge) -> None:
+    """The accelerator hands out the real HPU device, which the double owns; a Generator there is refused."""
     bridge()
-    monkeypatch.setattr(HPUAccelerator, "torch_device", fakes_sitecustomize().cpu_torch_device)
     device = HPUAccelerator(0).torch_device()
-    assert torch.zeros(2, device=device).device.type == "cpu"
+    assert device == torch.device("hpu", 0)
+    assert torch.zeros(2, device=device).device == device
     with pytest.raises(RuntimeError, match=REFUSAL):
         torch.Generator(device=device)
     cpu = torch.Generator(device="cpu")  # the host generator stays usable, and is still a Generator
@@ -57,9 +57,8 @@ def test_cpu_batches_are_bit_identical_to_drawing_on_the_device(workload: str) -
             assert x.device == y.device and x.dtype == y.dtype and torch.equal(x, y)
 
 
-def test_hpu_batches_are_drawn_on_the_host_and_moved(bridge, monkeypatch) -> None:
+def test_hpu_batches_are_drawn_on_the_host_and_moved(bridge) -> None:
     bridge()
-    monkeypatch.setattr(HPUAccelerator, "torch_device", fakes_sitecustomize().cpu_torch_device)
     acc = HPUAccelerator(0)
     assert acc.generator_device() == torch.device("cpu")
     wl = workloads.get("mlp")
@@ -67,4 +66,5 @@ def test_hpu_batches_are_drawn_on_the_host_and_moved(bridge, monkeypatch) -> Non
     host = synthetic_batches(wl, "tiny", 4, torch.device("cpu"), torch.device("cpu"), 7, 2)
     for a, b in zip(got, host, strict=True):
         for x, y in zip(a, b, strict=True):
-            assert torch.equal(x, y)  # the same data on every device
+            assert x.device == torch.device("hpu", 0)
+            assert torch.equal(x.cpu(), y)  # the same data on every device

@@ -42,6 +42,9 @@ def _purge_double() -> None:
     cards = sys.modules.get("habana_frameworks._cards")
     if cards is not None:
         cards.release()  # the card this process acquired (C5), or later workers could not have it
+    runtime = sys.modules.get("habana_frameworks._runtime")
+    if runtime is not None:
+        runtime.retire()  # its device runtime stays loaded, but torch sees no HPU any more
     torch.Generator = torch._C.Generator  # the double's refusing Generator (C1) goes with it
     torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
     for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
@@ -61,25 +64,12 @@ def _purge_double() -> None:
         module_mod._hpubench_double_lazy_hook = None
 
 
-def _load_sitecustomize() -> ModuleType:
-    """The shipped sitecustomize, loaded under a private name (the real one may already be imported)."""
-    spec = importlib.util.spec_from_file_location("_hpubench_fakes_sitecustomize", FAKES / "sitecustomize.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    meta_path = list(sys.meta_path)
-    spec.loader.exec_module(module)
-    sys.meta_path[:] = meta_path  # keep its import hook out of this process; we patch directly below
-    return module
-
-
 @pytest.fixture
 def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Load]:
     """Import the double fresh with the given mode and knobs; returns ``habana_frameworks.torch.core``."""
     saved_env = dict(os.environ)
     _purge_double()
     monkeypatch.syspath_prepend(str(FAKES))
-    site = _load_sitecustomize()
-    monkeypatch.setattr(HPUAccelerator, "torch_device", site.cpu_torch_device)
 
     def _load(lazy_mode: str | None = None, name: str = "GAUDI2", count: int = 8, **extra: str) -> ModuleType:
         for var in DOUBLE_ENV:
@@ -151,12 +141,16 @@ def test_setup_selects_the_device(load: Load) -> None:
         HPUAccelerator(2).setup()
 
 
-def test_torch_device_is_host_memory_under_the_double(load: Load) -> None:
-    """Host memory, but the double's own stand-in (cpu:0), which it can still recognise as the HPU."""
+def test_torch_device_is_the_hpu_device_the_double_owns(load: Load) -> None:
+    """hpubench's own device, unpatched; the double keeps tensors there (host data inside)."""
     load()
     device = HPUAccelerator(3).torch_device()
-    assert device == torch.device("cpu", 0)
-    assert torch.zeros(1, device=device).device == torch.device("cpu")
+    assert device == torch.device("hpu", 3)
+    t = torch.zeros(2, device=device)
+    assert t.device == device
+    assert (t + 1).device == device and (t + 1).cpu().device == torch.device("cpu")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        t + torch.ones(2)
 
 
 # ---- memory and timing -----------------------------------------------------------------------------------
@@ -449,7 +443,7 @@ def test_lazy_training_step_call_order(load: Load) -> None:
 
 
 def test_call_order_across_processes(tmp_path: Path) -> None:
-    """A worker process sees the double through PYTHONPATH alone (sitecustomize places tensors on host)."""
+    """A worker process sees the double through PYTHONPATH alone, its tensors on the HPU device."""
     log = tmp_path / "calls.tsv"
     script = tmp_path / "worker.py"
     script.write_text(
@@ -464,7 +458,7 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
 
             acc = HPUAccelerator(0)
             acc.setup()
-            assert acc.torch_device() == torch.device("cpu", 0)  # the double's stand-in for the HPU
+            assert acc.torch_device() == torch.device("hpu", 0)  # the real device, the double's tensors
             _train(acc, _double.record, steps=2)
             print(acc.mode_in_force("lazy"), acc.software_versions()["habana_frameworks"])
             """

@@ -1,10 +1,10 @@
-"""The double's stand-in for the HPU device, and torch.Generator refusing it (contract C1).
+"""torch.Generator refusing the HPU device (contract C1).
 
-Stock CPU torch cannot allocate on ``"hpu"``, so under the double the HPU device handed to harness code is
-``STAND_IN``: the CPU device with an explicit index 0 (``cpu:0``), which tensors accept as host memory but
-which the double can tell apart from a plain ``"cpu"``. The bridge's torch refuses a Generator on HPU;
-the double refuses it on ``"hpu"`` and on the stand-in alike, so harness code that builds a Generator on
-the accelerator's device fails in tests as it would on a Gaudi.
+The bridge's torch refuses a Generator on HPU with the message below. Stock torch with the double's
+device runtime refuses it too, but with another message ("Backend doesn't support getNewGenerator()"),
+so the double installs a ``torch.Generator`` that raises the bridge's own error for ``"hpu"``,
+``"hpu:N"`` and ``torch.device("hpu", N)``: harness code that builds a Generator on the accelerator's
+device fails in tests as it would on a Gaudi.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from typing import Any
 
 import torch
 
-STAND_IN = torch.device("cpu", 0)
 REFUSAL = "Device type HPU is not supported for torch.Generator() api."
 _ORIGINAL = torch._C.Generator
 
 
 def is_hpu_device(device: Any) -> bool:
-    """``"hpu"``, ``"hpu:N"``, a torch.device of type hpu, or the stand-in ``cpu:0``."""
+    """``"hpu"``, ``"hpu:N"`` or a torch.device of type hpu."""
     if device is None:
         return False
     if isinstance(device, int):  # torch reads a bare int as an index on the current accelerator
@@ -28,7 +27,7 @@ def is_hpu_device(device: Any) -> bool:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
         return False
-    return dev.type == "hpu" or (dev.type == "cpu" and dev.index == 0)
+    return dev.type == "hpu"
 
 
 class _GeneratorMeta(type(_ORIGINAL)):  # type: ignore[misc]

@@ -34,6 +34,7 @@ FORK_AFTER_LOAD_VALUES = ("allow", "refuse")
 # Calls (as the double records them) that initialise the device, or need it initialised.
 INIT_CALLS = frozenset(
     {
+        "hpu._lazy_init",
         "hpu.get_device_name",
         "hpu.current_device",
         "hpu.set_device",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from habana_frameworks import _cards, _generator, _hbm
+from habana_frameworks import _cards, _generator, _hbm, _runtime, _tensor
 from habana_frameworks._double import CALLS, LAZY_GRAPHS, provide_compile_backend, record
 
 __all__ = ["CALLS", "is_lazy", "mark_step"]
@@ -35,9 +35,18 @@ def mark_step(device_str: str = "", sync: bool = False) -> None:
 
 
 def _register_torch_hpu() -> None:
+    """The device type, as the bridge's library registers it: its runtime (device guard, hooks), the
+    HPU kernels that make tensors on it (``_tensor``) and ``torch.hpu``."""
     import torch
 
     from habana_frameworks.torch import hpu
+
+    try:
+        count = _cards.visible_count()
+    except Exception:  # a bad HABANA_VISIBLE_MODULES fails at device use, with the bridge's message
+        count = 0
+    _runtime.load(count)
+    _tensor.install()
 
     try:
         torch._register_device_module("hpu", hpu)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from habana_frameworks import _cards, _double, _hbm
+from habana_frameworks import _cards, _double, _hbm, _runtime, _tensor
 from habana_frameworks._double import MEMORY, record
 from habana_frameworks.torch import core as _core
 
@@ -64,6 +64,14 @@ def set_device(device: Any) -> None:
         raise RuntimeError(f"invalid HPU device index {index}: {count} device(s) present")
     _cards.acquire()
     _current_device = index
+    _tensor.set_current_index(index)
+    _runtime.set_current_device(index)
+
+
+def _lazy_init() -> None:
+    """What torch calls before it makes the first tensor on ``"hpu"`` in this process: initialises the
+    device (contract C3: refused in a child forked after the parent initialised it)."""
+    record("hpu._lazy_init")
 
 
 def synchronize(device: Any = None) -> None:

@@ -1,8 +1,10 @@
 """Double of ``habana_frameworks.torch.distributed.hccl``: the ``"hccl"`` process-group backend.
 
 The real HCCL backend is C++ code talking to Gaudi's network engines. The double registers a backend
-named ``"hccl"`` whose every instance is a ``ProcessGroupGloo`` on host tensors, so
-``init_process_group(backend="hccl")`` forms a real process group and collectives really run, over gloo.
+named ``"hccl"`` whose every instance is a ``ProcessGroupGloo``, so ``init_process_group(backend="hccl")``
+forms a real process group and collectives really run, over gloo. A collective on the double's HPU
+tensors is a ``c10d`` op that reaches their ``__torch_dispatch__`` (``habana_frameworks._tensor``), which
+runs it on the host tensors inside: gloo only ever sees host tensors.
 Like the real module, importing it maps Open MPI's rank variables to torch.distributed's when those are
 unset and gives MASTER_ADDR / MASTER_PORT defaults, so both torchrun and mpirun launches work.
 """
@@ -42,6 +44,6 @@ def _create_backend(
 
 
 _map_launcher_env()
-# Host tensors only: the double's "HPU" tensors live on the CPU, so the backend serves the cpu device.
+# Host tensors only: collectives on HPU tensors reach gloo with the host tensors they hold.
 dist.Backend.register_backend("hccl", _create_backend, devices=["cpu"])
 record("hccl.import", "backend hccl registered (gloo underneath)")
