@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install browser smoke test bench bench-threads gpu-check lint format
+.PHONY: install browser compiler smoke test bench bench-threads gpu-check lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -24,7 +24,13 @@ browser:
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-test: install browser
+# A C++ compiler for the HPU test double's device runtime (tests/fakes, built once per torch install).
+compiler:
+	@command -v g++ >/dev/null 2>&1 || { \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq g++; }
+
+test: install browser compiler
 	$(PY) -m pytest -q
 
 # Figures, not tests: harness/bare throughput and per-cell cost, then run-to-run spread and the collapse
