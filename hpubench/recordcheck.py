@@ -97,7 +97,7 @@ def _times(d: Mapping[str, Any], name: str) -> None:
     v = d.get(name)
     if v is None:
         return
-    if not isinstance(v, list):
+    if not isinstance(v, (list, tuple)):
         raise RecordError(name, f"must be a list of seconds, got {type(v).__name__} {_short(v)}")
     for i, x in enumerate(v):
         if not _is_number(x) or not math.isfinite(x) or x < 0:
@@ -108,7 +108,8 @@ def _interval(d: Mapping[str, Any], name: str, optional: bool) -> None:
     v = d.get(name)
     if v is None and optional:
         return
-    if not isinstance(v, list) or len(v) != 2 or not all(_is_number(x) and math.isfinite(x) for x in v):
+    pair = isinstance(v, (list, tuple)) and len(v) == 2
+    if not pair or not all(_is_number(x) and math.isfinite(x) for x in v):
         raise RecordError(f"metrics.{name}", f"must be [low, high], two finite numbers, got {_short(v)}")
     if v[0] > v[1]:
         raise RecordError(f"metrics.{name}", f"low end {v[0]} is above high end {v[1]}")
@@ -143,13 +144,14 @@ def _check_cell(cell: object) -> None:
     _int(cell, "warmup_steps", "cell.", 1, optional=True)
     _int(cell, "steps", "cell.", 2, optional=True)
     opts = cell.get("options")
-    if opts is not None and not isinstance(opts, (Mapping, list)):
+    if opts is not None and not isinstance(opts, (Mapping, list, tuple)):
         raise RecordError("cell.options", f"must be an object of name: value, got {_short(opts)}")
     for name in ("auto_steps",):
         if cell.get(name) is not None and not isinstance(cell[name], Mapping):
             raise RecordError(f"cell.{name}", f"must be an object, got {_short(cell[name])}")
     ids = cell.get("device_ids")
-    if ids is not None and (not isinstance(ids, list) or not all(_is_int(i) and i >= 0 for i in ids)):
+    listed = isinstance(ids, (list, tuple)) and all(_is_int(i) and i >= 0 for i in ids)
+    if ids is not None and not listed:
         raise RecordError("cell.device_ids", f"must be a list of device indices, got {_short(ids)}")
 
 
@@ -189,13 +191,13 @@ def check_record(d: Mapping[str, Any]) -> None:
     if d.get("metrics") is not None:
         _check_metrics(d["metrics"])
     reasons = d.get("quality_reasons")
-    if reasons is not None and not isinstance(reasons, list):
+    if reasons is not None and not isinstance(reasons, (list, tuple)):
         raise RecordError("quality_reasons", f"must be a list of lines, got {_short(reasons)}")
     for name in ("memory", "telemetry", "loader", "profile"):
         if d.get(name) is not None and not isinstance(d[name], Mapping):
             raise RecordError(name, f"must be an object, got {_short(d[name])}")
     timeline = d.get("memory_timeline")
     if timeline is not None and (
-        not isinstance(timeline, list) or not all(isinstance(x, Mapping) for x in timeline)
+        not isinstance(timeline, (list, tuple)) or not all(isinstance(x, Mapping) for x in timeline)
     ):
         raise RecordError("memory_timeline", f"must be a list of objects, got {_short(timeline)}")
