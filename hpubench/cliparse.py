@@ -40,8 +40,8 @@ def check_timeout(timeout: float) -> float:
     """``--timeout`` in seconds: finite, positive, at most ``MAX_TIMEOUT_S``."""
     if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise UsageError(
-            f"--timeout must be a number of seconds between 0 and {MAX_TIMEOUT_S:.0f}, got {timeout}; "
-            "e.g. --timeout 600"
+            f"--timeout must be positive and finite, at most {MAX_TIMEOUT_S:.0f} seconds (a week), "
+            f"got {timeout}; e.g. --timeout 600"
         )
     return timeout
 
