@@ -8,13 +8,13 @@ from __future__ import annotations
 import errno
 import os
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hpubench import cluster, doctor, doctor_probe, matrix, runlock
-from hpubench.cell import PlannedCell
+from hpubench.cell import Cell, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
 from hpubench.inventory import Inventory
@@ -55,8 +55,31 @@ class Plan:
 def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
     inventory, catalog = launcher.detect()
     cells = matrix.expand(spec, inventory, catalog)
+    if not cells and spec.exclude:
+        whole = len(matrix.expand(replace(spec, exclude=()), inventory, catalog))
+        raise UsageError(
+            f"matrix {spec.name!r}: its excludes remove all {whole} cell(s), so nothing would run; "
+            "fix: narrow the [[exclude]] tables or widen the grid"
+        )
+    if launcher.workload_options is not None:
+        check_option_names([pc.cell for pc in cells], launcher.workload_options)
     cluster.check_cells(launcher.cluster, [pc.cell for pc in cells if pc.runnable])
     return Plan(spec, inventory, catalog, cells)
+
+
+def check_option_names(cells: list[Cell], accepted: Mapping[str, Sequence[str]]) -> None:
+    """Refuse an option no workload of the matrix knows before anything runs (a typo would otherwise run
+    every cell only to fail each one)."""
+    for cell in cells:
+        known = accepted.get(cell.workload)
+        if known is None:
+            continue
+        bad = sorted({name for name, _ in cell.options} - set(known))
+        if bad:
+            raise UsageError(
+                f"workload {cell.workload!r} has no option {', '.join(bad)}; "
+                f"it accepts: {', '.join(known) or '(none)'}; fix the --option / options name"
+            )
 
 
 def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.Finding], dict[str, Any]]:

@@ -56,6 +56,11 @@ class AutoSteps:
 
 # More warm-up steps than this are never added, however short the steps (a bound on a runaway).
 MAX_WARMUP_EXTENSION = 100_000
+# Upper bound of a fixed step count (``--steps``, ``--warmup-steps``, ``steps =`` in a matrix file): a
+# million steps of even a 1 ms step is 17 minutes of measuring; beyond it a typo is the likelier cause,
+# and the step-time arrays kept in every record would grow without end. ``--steps auto`` is the way to
+# measure long.
+MAX_STEPS = 1_000_000
 
 
 def warmup_extension(warmup_s: Sequence[float], min_time_s: float) -> int:
@@ -119,6 +124,8 @@ def parse_steps(value: object) -> int | None:
         raise ValueError(f"takes a whole number >= 2 or 'auto', got {value!r}")
     if value < 2:
         raise ValueError(f"must be at least 2 (a spread needs two samples) or 'auto', got {value}")
+    if value > MAX_STEPS:
+        raise ValueError(f"must be at most {MAX_STEPS:,} (a typo is likelier than such a run), got {value:,}")
     return value
 
 

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpubench import __version__
+from hpubench.cliparse import check_timeout, out_dir, split_values
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
 
@@ -217,18 +218,8 @@ MasterPortOpt = Annotated[
 ]
 
 
-def _split(values: list[str] | None) -> list[str] | None:
-    """Repeated options and comma-separated values both work; '[0,2]' stays one value (device indices)."""
-    if not values:
-        return None
-    out: list[str] = []
-    for v in values:
-        v = v.strip()
-        if v.startswith("["):
-            out.append(v)
-        else:
-            out += [p.strip() for p in v.split(",") if p.strip()]
-    return out
+def _split(values: list[str] | None, option: str) -> list[str] | None:
+    return split_values(option, values)
 
 
 def _overrides(
@@ -249,15 +240,15 @@ def _overrides(
     from hpubench.cliparse import parse_dimensions
 
     return parse_dimensions(
-        workload=_split(workload),
-        size=_split(size),
-        accelerator=_split(accelerator),
-        devices=_split(devices),
-        nodes=_split(nodes),
-        precision=_split(precision),
-        mode=_split(mode),
-        graphs=_split(graphs),
-        batch_size=_split(batch_size),
+        workload=_split(workload, "--workload"),
+        size=_split(size, "--size"),
+        accelerator=_split(accelerator, "--accelerator"),
+        devices=_split(devices, "--devices"),
+        nodes=_split(nodes, "--nodes"),
+        precision=_split(precision, "--precision"),
+        mode=_split(mode, "--mode"),
+        graphs=_split(graphs, "--graphs"),
+        batch_size=_split(batch_size, "--batch-size"),
         options=options or None,  # name=value pairs are not comma-split: values may hold commas
         steps=steps,
         warmup_steps=warmup,
@@ -303,7 +294,7 @@ def run(
         ),
     ] = 1,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Run directory (default results/<time>).")
+        str | None, typer.Option("--out", "-o", help="Run directory (default results/<time>).")
     ] = None,
     resume: ResumeOpt = False,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
@@ -347,8 +338,7 @@ def run(
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)
 
-    if timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {timeout}; give seconds, e.g. --timeout 600")
+    check_timeout(timeout)
     if isolation not in ("fork", "spawn"):
         raise UsageError(f"--isolation must be 'fork' or 'spawn', got {isolation!r}")
     if repeat < 1:
@@ -391,7 +381,7 @@ def run(
     node = api.resolve_cluster(
         spec, os.environ, node_rank=node_rank, master_addr=master_addr, master_port=master_port
     )
-    out = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
+    out = out_dir(out) or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     if node is None or node.is_node_zero:
         api.check_out_dir(out, resume)
     with _launcher(workloads_from, isolation, cluster=node) as launcher:
@@ -471,7 +461,7 @@ def profile_cmd(
     warmup_steps: WarmOpt = None,
     option: OptionOpt = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Run directory (default results/profile-<time>).")
+        str | None, typer.Option("--out", "-o", help="Run directory (default results/profile-<time>).")
     ] = None,
     resume: ResumeOpt = False,
     timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
@@ -514,7 +504,7 @@ def profile_cmd(
         max_time=max_time,
         warmup_steps=warmup_steps,
         option=option,
-        out=out or Path("results") / time.strftime("profile-%Y%m%d-%H%M%S"),
+        out=str(out_dir(out) or Path("results") / time.strftime("profile-%Y%m%d-%H%M%S")),
         resume=resume,
         timeout=timeout,
         isolation=isolation,

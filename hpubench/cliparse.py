@@ -3,14 +3,56 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 from typing import Any
 
-from hpubench.autosteps import AUTO, KNOBS, parse_knob, parse_steps
+from hpubench.autosteps import AUTO, KNOBS, MAX_STEPS, parse_knob, parse_steps
 from hpubench.cell import MODES, PRECISIONS, SIZES
 from hpubench.errors import UsageError
 
 _TRUE = {"on", "true", "yes", "1"}
 _FALSE = {"off", "false", "no", "0"}
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows some wait calls)
+
+
+def split_values(option: str, values: list[str] | None) -> list[str] | None:
+    """Repeated options and comma-separated values both work; '[0,2]' stays one value (device indices).
+
+    An empty value (``--workload ""``, ``-w mlp,``) is refused: dropping it would turn an empty variable
+    in a script into "every workload".
+    """
+    if not values:
+        return None
+    out: list[str] = []
+    for v in values:
+        v = v.strip()
+        parts = [v] if v.startswith("[") else [p.strip() for p in v.split(",")]
+        if not all(parts):
+            raise UsageError(
+                f"{option} {v!r} has an empty value; give names separated by commas, e.g. {option} mlp,gpt"
+            )
+        out += parts
+    return out
+
+
+def check_timeout(timeout: float) -> float:
+    """``--timeout`` in seconds: finite, positive, at most ``MAX_TIMEOUT_S``."""
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise UsageError(
+            f"--timeout must be positive and finite, at most {MAX_TIMEOUT_S:.0f} seconds (a week), "
+            f"got {timeout}; e.g. --timeout 600"
+        )
+    return timeout
+
+
+def out_dir(value: str | Path | None) -> Path | None:
+    """``--out`` as a path; an empty string would write the run into the current directory."""
+    if value is None:
+        return None
+    if not str(value).strip():
+        raise UsageError("--out is empty; give a run directory, e.g. --out results/today")
+    return Path(value)
 
 
 def _positive_int(option: str, value: str) -> int:
@@ -134,6 +176,8 @@ def parse_dimensions(
             raise UsageError(f"{flag} {value}: {e}") from None
         out.setdefault("auto", {})[name] = parsed
     if warmup_steps is not None:
+        if warmup_steps > MAX_STEPS:
+            raise UsageError(f"--warmup-steps must be at most {MAX_STEPS:,}, got {warmup_steps:,}")
         if warmup_steps < 1:
             raise UsageError(
                 f"--warmup-steps must be at least 1 (the first step is never measured), got {warmup_steps}"

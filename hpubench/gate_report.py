@@ -7,10 +7,12 @@ red in a CI system's test view always agrees with the exit code.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from hpubench.gate import (
     FAILED,
@@ -154,7 +156,7 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
         style = _STYLE.get(v.outcome, "")
         outcome = f"[{style}]{v.outcome}[/]" if style else v.outcome
         table.add_row(
-            v.key,
+            Text(v.key),
             outcome,
             _throughput(v.throughput),
             _change(v.throughput),
@@ -163,14 +165,38 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
             _mem(v.memory),
             f"{v.baseline_runs}/{v.current_runs}",
             _quality(v),
-            v.reason,
+            Text(v.reason),  # text, not markup: a reason may hold "[/]" or "[red]"
         )
     return table
 
 
+# Characters XML 1.0 cannot carry at all (C0 controls but tab/newline/CR, lone surrogates, U+FFFE/F).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")
+_CODE_SAFE = re.compile(r"[A-Za-z0-9._=+/:,%-]+")
+
+
+def _visible(ch: re.Match[str]) -> str:
+    """A character that must not pass through, written so a reader still sees what it was."""
+    return f"\\x{ord(ch.group()):02x}" if ord(ch.group()) < 0x100 else f"\\u{ord(ch.group()):04x}"
+
+
+def _xml(text: str) -> str:
+    """Text any XML 1.0 parser accepts (markup characters are the XML writer's to escape)."""
+    return _NOT_XML.sub(_visible, text)
+
+
 def _md(text: str) -> str:
-    """Safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Plain text inside a Markdown table cell: no raw HTML, no link or code syntax, no extra column."""
+    text = _CONTROL.sub(_visible, text.replace("\r\n", " ").replace("\n", " ").replace("\r", " "))
+    text = text.replace("&", "&amp;").replace("<", "&lt;")  # no tag or entity can start; ">" alone is text
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """A name as inline code where it holds only name characters, else as escaped plain text."""
+    return f"`{text}`" if _CODE_SAFE.fullmatch(text) else _md(text)
 
 
 _ICON = {True: ":x:", False: ":white_check_mark:"}
@@ -184,7 +210,7 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
         "",
         f"**{result.summary()}**",
         "",
-        f"Baseline `{_md(baseline_label)}` vs current `{_md(current_label)}`: {_md(settings_line(result))}.",
+        f"Baseline {_code(baseline_label)} vs current {_code(current_label)}: {_md(settings_line(result))}.",
         "",
         f"_{_md(estimator_line(result))}_",
         "",
@@ -200,9 +226,9 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
             + " | ".join(
                 [
                     icon,
-                    f"`{_md(v.key)}`",
+                    _code(v.key),
                     outcome,
-                    _md(_throughput(v.throughput)).replace("->", "→"),
+                    _md(_throughput(v.throughput).replace("->", "→")),
                     _change(v.throughput),
                     _p(v.throughput),
                     _md(_detects(v.throughput)),
@@ -281,20 +307,22 @@ def junit_xml(
         ("estimator", s.estimator),
         ("verdict", "passed" if result.passed else "failed"),
     ):
-        ET.SubElement(props, "property", {"name": name, "value": str(value)})
+        ET.SubElement(props, "property", {"name": name, "value": _xml(str(value))})
     for v in cells:
         case = ET.SubElement(
-            suite, "testcase", {"classname": f"hpubench.gate.{v.cell.workload}", "name": v.key, "time": "0"}
+            suite,
+            "testcase",
+            {"classname": _xml(f"hpubench.gate.{v.cell.workload}"), "name": _xml(v.key), "time": "0"},
         )
         kind = _junit_kind(v)
         if kind == "failure":
-            failure = ET.SubElement(case, "failure", {"message": v.reason, "type": v.outcome})
-            failure.text = _details(v)
+            failure = ET.SubElement(case, "failure", {"message": _xml(v.reason), "type": v.outcome})
+            failure.text = _xml(_details(v))
         elif kind == "skipped":
-            ET.SubElement(case, "skipped", {"message": f"{v.outcome}: {v.reason}"})
+            ET.SubElement(case, "skipped", {"message": _xml(f"{v.outcome}: {v.reason}")})
         out = ET.SubElement(case, "system-out")
-        out.text = _details(v)
+        out.text = _xml(_details(v))
     if result.notes:
-        ET.SubElement(suite, "system-out").text = "\n".join(result.notes)
+        ET.SubElement(suite, "system-out").text = _xml("\n".join(result.notes))
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"

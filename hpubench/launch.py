@@ -283,6 +283,9 @@ class Launcher:
         # Multi-node: this node's place (hpubench.cluster). A node other than 0 runs only the cells that
         # span it; its caller gives it a store that writes nothing (node 0 keeps the records).
         self.cluster = cluster
+        # Workload name -> accepted option names, learnt by detect(); None until then (or from a worker
+        # too old to say), when unknown options are left to the worker to refuse.
+        self.workload_options: dict[str, tuple[str, ...]] | None = None
         self._slots: dict[tuple[int, int], Any] = {}  # (plan position, repeat) -> hpubench.dist.launch.Slot
         self._tmp = Path(tempfile.mkdtemp(prefix="hpubench-launch-"))
         # FLOP counts cells of this run made, by hpubench.cell.flops_key, handed to later cells.
@@ -384,7 +387,13 @@ class Launcher:
                 f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
                 f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
             )
+        self._keep_option_names(data)
         return Inventory.from_dict(data["inventory"]), dict(z.catalog)
+
+    def _keep_option_names(self, data: dict[str, Any]) -> None:
+        names = data.get("workload_options")
+        if isinstance(names, dict):
+            self.workload_options = {k: tuple(v) for k, v in names.items()}
 
     def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
         """``hpubench.probe`` (estimates' model facts and rates) with ``args``, in a child forked from the
@@ -431,6 +440,7 @@ class Launcher:
                 f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
             )
         catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
+        self._keep_option_names(data)
         return Inventory.from_dict(data["inventory"]), catalog
 
     def _spawn_detect(

@@ -70,9 +70,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench.autosteps import AUTO, KNOBS, AutoSteps, parse_knob
+from hpubench.autosteps import AUTO, KNOBS, MAX_STEPS, AutoSteps, parse_knob
 from hpubench.cell import MODES, PRECISIONS, Cell, PlannedCell
 from hpubench.cluster import multi_process_skip_reason
+from hpubench.core.extrawork import check_options
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
 
@@ -115,6 +116,8 @@ def _one_value(key: str, v: object) -> object:
     if key in ("workload", "size", "accelerator"):
         if not isinstance(v, str) or not v.strip():
             raise _BadValue(f"{key} takes names (strings), e.g. {key} = {_EXAMPLES[key]}")
+        if "/" in v:  # "/" separates the parts of a cell key
+            raise _BadValue(f"{key} {v.strip()!r} holds '/', which cell keys use as separator; rename it")
         return v.strip()
     if key == "precision":
         if v not in PRECISIONS:
@@ -193,6 +196,10 @@ def _option_set(v: object) -> tuple[tuple[str, str], ...]:
                 f"option {name} = {_show(value)}: values must be non-empty, without '/' or spaces"
             )
         out[name] = text
+    try:
+        check_options(out, where="options")  # values the harness knows (extra_work = nan, ...)
+    except UsageError as e:
+        raise _BadValue(str(e)) from None
     return tuple(sorted(out.items()))
 
 
@@ -224,6 +231,8 @@ def _setting(key: str, raw: object) -> int | float | str:
         raise _BadValue(f"{key} takes one whole number{also}, e.g. {key} = {low + 2}")
     if raw < low:  # type: ignore[operator]
         raise _BadValue(f"{key} must be at least {low} ({why})")
+    if raw > MAX_STEPS:  # type: ignore[operator]
+        raise _BadValue(f'{key} must be at most {MAX_STEPS:,} (for long measurements: steps = "auto")')
     return int(raw)  # type: ignore[call-overload]
 
 

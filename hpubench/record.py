@@ -6,6 +6,7 @@ failures keep their reason and the child's traceback tail, so a report can say w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from hpubench.core.memory import MemoryStats
 from hpubench.devicestats import MemorySample
 from hpubench.loader import LoaderSplit
 from hpubench.profile import ProfileResult
+from hpubench.recordcheck import RecordError, check_record
 from hpubench.telemetry.summary import TelemetryResult
 
 SCHEMA_VERSION = 1
@@ -114,25 +116,38 @@ class CellResult:
             raise ValueError(
                 f"result schema {schema!r} is not supported (this hpubench reads {SCHEMA_VERSION})"
             )
+        check_record(d)  # types and ranges, naming the field: a record may come from anywhere
         d.pop("key", None)
-        d["cell"] = Cell.from_dict(d["cell"])
+        d["cell"] = _part("cell", Cell.from_dict, d["cell"])
         if d.get("metrics") is not None:
             m = dict(d["metrics"])
             m["samples_per_s_ci"] = tuple(m["samples_per_s_ci"])
             if m.get("tokens_per_s_ci") is not None:
                 m["tokens_per_s_ci"] = tuple(m["tokens_per_s_ci"])
-            d["metrics"] = Metrics(**m)
+            d["metrics"] = _part("metrics", lambda x: Metrics(**x), m)
         if d.get("memory") is not None:
-            d["memory"] = MemoryStats.from_dict(d["memory"])
+            d["memory"] = _part("memory", MemoryStats.from_dict, d["memory"])
         d["step_times_s"] = tuple(d.get("step_times_s") or ())
         d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
         d["quality_reasons"] = tuple(str(x) for x in d.get("quality_reasons") or ())
-        d["memory_timeline"] = tuple(MemorySample.from_dict(x) for x in d.get("memory_timeline") or ())
+        d["memory_timeline"] = tuple(
+            _part("memory_timeline", MemorySample.from_dict, x) for x in d.get("memory_timeline") or ()
+        )
         for name, kind in (
             ("telemetry", TelemetryResult),
             ("loader", LoaderSplit),
             ("profile", ProfileResult),
         ):
             if d.get(name) is not None:
-                d[name] = kind.from_dict(d[name])
+                d[name] = _part(name, kind.from_dict, d[name])
         return cls(**d)
+
+
+def _part(name: str, build: Callable[[Any], Any], data: Any) -> Any:
+    """One part of a record built from its JSON, a failure naming the part (unknown or missing keys)."""
+    try:
+        return build(data)
+    except RecordError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordError(name, f"{type(e).__name__}: {e}") from None

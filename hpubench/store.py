@@ -32,6 +32,7 @@ from hpubench.errors import UsageError, WriteFailed
 from hpubench.inventory import Inventory
 from hpubench.outfile import os_error_text
 from hpubench.record import SCHEMA_VERSION, STATUS_FAILED, STATUS_OK, CellResult, Metrics
+from hpubench.recordcheck import RecordError
 
 if TYPE_CHECKING:
     import pandas
@@ -137,6 +138,11 @@ def _parse_records(path: Path) -> list[CellResult]:
             )
         try:
             out.append(CellResult.from_dict(d))
+        except RecordError as e:
+            raise UsageError(
+                f"{path}:{lineno}: invalid result record: {e}; fix: correct or delete that line "
+                "(the cell is then re-run with --resume) or write results to a new run directory"
+            ) from None
         except (KeyError, TypeError, ValueError) as e:
             raise UsageError(
                 f"{path}:{lineno}: invalid result record ({type(e).__name__}: {e}); fix: delete that line "

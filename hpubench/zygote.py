@@ -268,6 +268,14 @@ def prepare(workload_files: list[str]) -> dict[str, list[str]]:
     return {name: list(sizes) for name, sizes in workloads.catalog().items()}
 
 
+def option_names() -> dict[str, list[str]]:
+    """Workload name -> the option names it accepts (harness options included), for the launcher to
+    refuse an unknown ``--option`` before any cell runs."""
+    import workloads  # loaded by prepare() already: this is a lookup, not an import
+
+    return workloads.option_catalog()
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
 
@@ -338,7 +346,7 @@ def _detect_to_file(out: str) -> None:
     from hpubench.detect import detect
     from hpubench.store import write_json_atomic
 
-    write_json_atomic(out, {"inventory": detect().to_dict()}, indent=None)
+    write_json_atomic(out, {"inventory": detect().to_dict(), "workload_options": option_names()}, indent=None)
 
 
 def release_devices() -> None:
@@ -539,7 +547,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
         payload["doctor"] = child_facts()
     from hpubench.detect import detect
 
-    payload.update(inventory=detect().to_dict(), workloads=catalog)
+    payload.update(inventory=detect().to_dict(), workloads=catalog, workload_options=option_names())
     write_json_atomic(out, payload, indent=None)
     return 0
 

@@ -69,6 +69,16 @@ def catalog() -> dict[str, tuple[str, ...]]:
     return {n: tuple(_REGISTRY[n].sizes) for n in names()}
 
 
+def option_catalog() -> dict[str, list[str]]:
+    """Workload name -> every option name a cell of it accepts: the harness's and its own."""
+    from hpubench.core.extrawork import HARNESS_OPTIONS
+
+    return {
+        n: sorted(set(HARNESS_OPTIONS) | set(getattr(_REGISTRY[n], "workload_options", {}) or {}))
+        for n in names()
+    }
+
+
 def load_entry_points() -> list[str]:
     """Register the workloads that installed packages advertise; returns the names added.
 
@@ -178,6 +188,8 @@ def _validate(cls: type[Workload]) -> None:
     for size, spec in sizes.items():
         if not isinstance(size, str) or not isinstance(spec, SizeSpec) or spec.batch_size < 1:
             raise InvalidWorkload(f"{where} has a bad size {size!r}: need a SizeSpec with batch_size >= 1")
+        if not _NAME_RE.fullmatch(size):  # sizes are part of cell keys, which "/" separates
+            raise InvalidWorkload(f"{where} has a size name {size!r}; use letters, digits, '_', '.' or '-'")
     if _is_builtin(cls):
         missing = [s for s in BUILTIN_SIZES if s not in sizes]
         if missing:

@@ -207,11 +207,13 @@ def test_validate_op_list_env_errors(tmp_path: Path, var: str, content: object, 
     assert "\n" not in message
 
 
-def test_validate_op_list_env_checks_only_the_spelling_in_use(tmp_path: Path) -> None:
+def test_validate_op_list_env_refuses_both_spellings_naming_different_files(tmp_path: Path) -> None:
     good = tmp_path / "ops.txt"
     good.write_text("matmul\n")
-    # The bridge spelling wins, so a stale Lightning spelling beside it is never read and never fatal.
-    validate_op_list_env({LOWER_LIST_ENV: str(good), "LOWER_LIST": str(tmp_path / "missing.txt")})
+    # Issue 14: the bridge spelling used to win silently over a different Lightning spelling beside it.
+    with pytest.raises(UsageError, match="unset one of them"):
+        validate_op_list_env({LOWER_LIST_ENV: str(good), "LOWER_LIST": str(tmp_path / "missing.txt")})
+    validate_op_list_env({LOWER_LIST_ENV: str(good), "LOWER_LIST": str(good)})  # the same file: no conflict
 
 
 @pytest.mark.parametrize("with_double", [False, True])

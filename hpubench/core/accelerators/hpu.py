@@ -138,6 +138,11 @@ def validate_op_list_env(environ: Mapping[str, str] | None = None) -> None:
     """
     env = os.environ if environ is None else environ
     for target, alias in OP_LIST_ALIASES.items():
+        if env.get(target) and env.get(alias) and env[target] != env[alias]:
+            raise UsageError(
+                f"both {target} and {alias} are set, to different files ({env[target]} and {env[alias]}); "
+                f"they name the same op list: unset one of them"
+            )
         var = target if env.get(target) else alias
         path = env.get(var)
         if not path:
