@@ -128,6 +128,11 @@ def check_out_dir(out: Path, resume: bool) -> None:
     _refuse_existing(out, resume)
 
 
+def abandon_out_dir(out: Path) -> None:
+    """Undo :func:`check_out_dir` when the run is refused before writing anything (bad matrix, options)."""
+    runlock.abandon(out)
+
+
 def _refuse_existing(out: Path, resume: bool) -> None:
     if not resume and ResultStore(out).exists():
         raise UsageError(

@@ -385,7 +385,11 @@ def run(
     if node is None or node.is_node_zero:
         api.check_out_dir(out, resume)
     with _launcher(workloads_from, isolation, cluster=node) as launcher:
-        plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+        try:
+            plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
+        except UsageError:
+            api.abandon_out_dir(out)  # refused before anything was written: leave no trace
+            raise
         budget_run = None
         if budget_s is not None:
             budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)

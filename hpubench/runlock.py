@@ -36,6 +36,8 @@ _HOLDER_WAIT_S = 1.0  # the holder writes its name just after locking: give a lo
 
 # Run directory (resolved) -> the open descriptor holding its lock, for the life of this process.
 _held: dict[Path, int] = {}
+# Run directory (resolved) -> what acquire() created there (the directory, the lock file), for abandon().
+_created: dict[Path, tuple[bool, bool]] = {}
 
 
 def _holder(fd: int) -> str:
@@ -90,10 +92,12 @@ def acquire(run_dir: str | os.PathLike[str]) -> None:
     """
     path = Path(run_dir)
     try:
+        made_dir = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
         key = path.resolve()
         if key in _held:
             return
+        made_file = not (key / LOCK_FILE).exists()
         fd = os.open(key / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise UsageError(
@@ -114,6 +118,7 @@ def acquire(run_dir: str | os.PathLike[str]) -> None:
             f"cannot lock the run directory {path}: {os_error_text(exc)}; fix: give an --out on a local disk"
         ) from None
     _held[key] = fd
+    _created[key] = (made_dir, made_file)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
     with contextlib.suppress(OSError):  # who holds it is for the message only; the lock is what counts
         os.ftruncate(fd, 0)
@@ -125,3 +130,20 @@ def release(run_dir: str | os.PathLike[str]) -> None:
     fd = _held.pop(Path(run_dir).resolve(), None)
     if fd is not None:
         os.close(fd)
+
+
+def abandon(run_dir: str | os.PathLike[str]) -> None:
+    """Give the lock up and remove what :func:`acquire` created, when the run stops on bad input before
+    writing anything: a refused command leaves the file system as it found it."""
+    key = Path(run_dir).resolve()
+    fd = _held.pop(key, None)
+    made_dir, made_file = _created.pop(key, (False, False))
+    if fd is None:
+        return
+    if made_file:
+        with contextlib.suppress(OSError):
+            (key / LOCK_FILE).unlink()
+    os.close(fd)
+    if made_dir:
+        with contextlib.suppress(OSError):  # not empty: something else was written, keep it
+            key.rmdir()
