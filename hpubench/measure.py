@@ -70,12 +70,14 @@ def measure_steps(
         loss = step(batches[i % len(batches)])
         synchronize()
         warmup.append(time.perf_counter() - t0)
+        value = loss.detach().item()
+        del loss  # see the measured loop: no tensor of this step may live into the next one
         if i == 0:
-            loss_first = loss.detach().item()
+            loss_first = value
         if on_step is not None:
             on_step("warmup", i)
         if on_step_time is not None:
-            on_step_time("warmup", i, warmup[-1], loss)
+            on_step_time("warmup", i, warmup[-1], value)
         i += 1
         if i == warmup_steps and more_warmup is not None:
             planned += more_warmup(warmup)
@@ -93,11 +95,13 @@ def measure_steps(
         loss = step(batches[(len(warmup) + i) % len(batches)])
         synchronize()
         measured.append(time.perf_counter() - t0)
-        # A host float (one device-to-host copy after the sync), never a tensor kept per step: the step
-        # may reuse its output buffer (graph replay), and keeping one small tensor per step
-        # (loss.detach().clone(), as this loop once did) cost mlp tiny on CPU ~31 more minor page faults
-        # and 8-10% per step (issue 11's note; benchmarks/overhead.py shows the harness/bare ratio).
+        # A host float (one device-to-host copy after the sync), and the loss tensor dropped before the
+        # next step: the step may reuse its output buffer (graph replay), and a small tensor of step N
+        # still alive during step N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per
+        # step (as this loop once did) cost mlp tiny ~31 more minor page faults and 8-10% per step;
+        # keeping just the last loss, ~10 faults and 1% (issue 11's note; benchmarks/overhead.py).
         losses.append(loss.detach().item())
+        del loss
         if on_step is not None:
             on_step("measured", i)
         if on_step_time is not None:
