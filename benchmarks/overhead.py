@@ -502,8 +502,8 @@ def print_report(res: dict[str, Any]) -> None:
             f"perf_counter reads ({bk['perf_counter_call_s'] * 1e9:.0f} ns"
         )
         print(
-            f"   each) the timing adds ~{per_step * 1e6:.2f} us a step. The per-step loss copy "
-            f"(loss.detach().clone(), {bk['loss_detach_clone_s'] * 1e6:.1f} us) falls"
+            f"   each) the timing adds ~{per_step * 1e6:.2f} us a step. The per-step loss read "
+            f"(loss.detach().item(), {bk['loss_item_s'] * 1e6:.1f} us) falls"
         )
         print(
             "   between timed steps, so hpubench's samples/s (batch x steps / sum of step times) leaves it "
