@@ -419,9 +419,17 @@ def run(
             + (f"(x{repeat} repeats) " if repeat > 1 else "")
             + f"-> {out}"
         )
-        estimate = cli_estimate.run_estimate(pre, first, repeat)
+        deadline = started + budget_s if budget_s is not None else None
+        estimate = cli_estimate.run_estimate(pre, first, repeat, deadline)
         total = len(plan.cells) * repeat
-        with LiveView(err_console, total, runnable * repeat, progress_every, estimate=estimate) as view:
+        with LiveView(
+            err_console,
+            total,
+            runnable * repeat,
+            progress_every,
+            estimate=estimate,
+            deadline_clock=cli_estimate.now,
+        ) as view:
             results = api.run_plan(
                 plan,
                 launcher,

@@ -43,21 +43,23 @@ def estimate(plan: Any, launcher: Any, estimates_from: Sequence[Path] | None) ->
     return replace(plan, cells=pre.cells), pre
 
 
-def run_estimate(pre: Preflight, budget: BudgetPlan | None, repeat: int) -> RunEstimate:
-    """Each plan position's estimated wall time, for the run's time left: the budget's allotment under
-    ``--budget`` (None where it skips the cell), else the cell's own estimate."""
+def run_estimate(
+    pre: Preflight, budget: BudgetPlan | None, repeat: int, deadline: float | None
+) -> RunEstimate:
+    """Each plan position's estimated wall time at the steps it asks for, for the run's time left; a cell
+    the budget skips up front counts nothing. Under ``--budget`` the budget re-plans every cell to fill
+    the time left, so the run's time left is also capped by ``deadline`` (when the budget is spent, on
+    :func:`now`'s clock)."""
     by_key = {a.key: a for a in budget.allotments} if budget is not None else {}
     per_index: list[float | None] = []
     for rep in range(repeat):
         for i, (pc, est) in enumerate(zip(pre.cells, pre.estimates, strict=True)):
             t = None
-            if pc.runnable and budget is not None:
-                a = by_key.get(f"{rep}:{i}")
-                t = a.estimate_s if a is not None and a.runs else None
-            elif pc.runnable and est is not None:
+            skipped = budget is not None and not getattr(by_key.get(f"{rep}:{i}"), "runs", False)
+            if pc.runnable and est is not None and not skipped:
                 t = est.cell_time_s(pc.cell)
             per_index.append(t)
-    return RunEstimate(per_index)
+    return RunEstimate(per_index, deadline=deadline)
 
 
 def start_budget(pre: Preflight, budget_s: float, repeat: int, started: float) -> BudgetRun:

@@ -119,8 +119,9 @@ class RunEstimate:
     cell at plan position ``i + 1`` (the launcher's 1-based ``Event.index``, repeats included), None
     for a skipped cell or one without an estimate."""
 
-    def __init__(self, per_index: Sequence[float | None]) -> None:
+    def __init__(self, per_index: Sequence[float | None], deadline: float | None = None) -> None:
         self.per_index = list(per_index)
+        self.deadline = deadline  # a time the run ends by (a budget), on the caller's clock; None: none
         self._est_done = 0.0
         self._actual_done = 0.0
 
@@ -138,18 +139,27 @@ class RunEstimate:
         return min(hi, max(lo, self._actual_done / self._est_done))
 
     def left_s(
-        self, index: int, running: bool, cell_elapsed_s: float | None = None, cell_left_s: float | None = None
+        self,
+        index: int,
+        running: bool,
+        cell_elapsed_s: float | None = None,
+        cell_left_s: float | None = None,
+        now: float | None = None,
     ) -> float:
-        """Time left after (``running`` False) or including (True) the cell at ``index``."""
+        """Time left after (``running`` False) or including (True) the cell at ``index``; never past the
+        deadline when there is one (``now`` on its clock)."""
         s = self.scale()
         after = sum(e for e in self.per_index[index:] if e is not None) * s
         if not running:
-            return after
-        if cell_left_s is not None:
-            return cell_left_s + after
-        est = self._at(index)
-        current = max(0.0, est * s - (cell_elapsed_s or 0.0)) if est is not None else 0.0
-        return current + after
+            left = after
+        elif cell_left_s is not None:
+            left = cell_left_s + after
+        else:
+            est = self._at(index)
+            left = (max(0.0, est * s - (cell_elapsed_s or 0.0)) if est is not None else 0.0) + after
+        if self.deadline is not None and now is not None:
+            left = min(left, max(0.0, self.deadline - now))
+        return left
 
     def _at(self, index: int) -> float | None:
         return self.per_index[index - 1] if 1 <= index <= len(self.per_index) else None

@@ -42,9 +42,11 @@ class LiveView:
         plain_every_s: float = PLAIN_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
         estimate: RunEstimate | None = None,
+        deadline_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.console = console
         self.estimate = estimate
+        self.deadline_clock = deadline_clock  # the clock of estimate.deadline
         self._index = 0  # the plan position of the latest event
         self.total = total
         self.to_run = to_run
@@ -77,9 +79,10 @@ class LiveView:
         """The run's time left, estimated; ``progress`` is the running cell's, if one runs."""
         running = progress is not None
         if self.estimate is not None:
+            now = self.deadline_clock()
             if progress is None:
-                return self.estimate.left_s(self._index, running=False)
-            return self.estimate.left_s(self._index, True, progress.elapsed_s, progress.cell_left_s)
+                return self.estimate.left_s(self._index, running=False, now=now)
+            return self.estimate.left_s(self._index, True, progress.elapsed_s, progress.cell_left_s, now)
         after = max(0, self.to_run - self.ran - (1 if running else 0))
         if progress is None:
             return run_left_s(after, self.finished_wall_s)

@@ -104,3 +104,11 @@ def test_the_scale_is_bounded_like_the_budgets() -> None:
     fast = RunEstimate([1.0, 1.0])
     fast.finished(1, 0.0)
     assert fast.scale() == SCALE_BOUNDS[0]
+
+
+def test_under_a_budget_the_run_left_never_passes_the_budgets_end() -> None:
+    est = RunEstimate([100.0, 100.0], deadline=1000.0)
+    assert est.left_s(1, running=True, cell_elapsed_s=0.0, now=900.0) == pytest.approx(100.0)  # capped
+    assert est.left_s(1, running=True, cell_elapsed_s=0.0, now=500.0) == pytest.approx(200.0)  # estimate
+    assert est.left_s(2, running=False, now=1200.0) == 0.0
+    assert RunEstimate([100.0]).left_s(1, running=True, now=1e9) == pytest.approx(100.0)  # no deadline
