@@ -309,9 +309,14 @@ class BudgetRun:
         return [(rep, i) for rep in range(self.repeat) for i in range(len(self.pre.cells))]
 
     def slowdown(self) -> float:
+        """How much slower than estimated the finished cells ran, as a factor on later estimates; never
+        below 1. A cell that ran faster than estimated (often a tiny one whose estimate is mostly its
+        fixed cost) says little about a big one, and scaling estimates down could start a cell the
+        budget cannot afford, one the plan had already refused up front; the time a fast cell saved is
+        handed on anyway, since every re-plan shares out the time really left."""
         if self._est_done <= 0:
             return 1.0
-        return min(20.0, max(0.25, self._actual_done / self._est_done))
+        return min(20.0, max(1.0, self._actual_done / self._est_done))
 
     def plan_from(self, rep: int, position: int) -> BudgetPlan:
         """The plan of the cells from (rep, position) on, with the budget left now."""

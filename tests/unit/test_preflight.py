@@ -129,6 +129,18 @@ def test_cells_that_ran_slower_than_estimated_shrink_or_skip_the_later_ones():
     assert not second.runnable or second.cell.steps < planned_second.steps
 
 
+def test_cells_faster_than_estimated_never_shrink_the_estimates_of_later_ones():
+    # A tiny first cell far under its estimate must not make a cell the plan refused up front look
+    # affordable: the factor stays 1, and the saved time reaches the later cells through the re-plan.
+    clock = Clock()
+    pre = _pre(3)
+    run = BudgetRun(pre, 600.0, clock=clock)
+    first, _ = run.adjust(0, 0, pre.cells[0])
+    clock.t += 0.1 * (run.notes[(first.cell.key, 0)]["estimate_s"] + WORKER_START_S)
+    run.on_event(Event("finished", 1, 3, first.cell.key, "ok"))
+    assert run.slowdown() == 1.0
+
+
 def test_a_spent_budget_skips_the_remaining_cells_with_a_reason():
     clock = Clock()
     pre = _pre(2)
