@@ -70,14 +70,16 @@ def warmup_extension(warmup_s: Sequence[float], min_time_s: float) -> int:
     speeding up after it (measured: mlp tiny's first ~100 measured steps, ~0.1 s, ran 5-10% slower than
     the rest after 3 warm-up steps, and its figure came out ``unstable``). So under ``--steps auto`` the
     warm-up lasts at least the minimum measured time, as asv's ``warmup_time`` does. The first step
-    (compilation, first touches) is left out of the time; the last step's time prices the rest.
+    (compilation, first touches) is left out of the time; the median of the others prices the rest, and
+    the caller asks again after running them (steps may speed up meanwhile).
     """
     if len(warmup_s) < 1 or min_time_s <= 0:
         return 0
     done = sum(warmup_s[1:])
     if done >= min_time_s:
         return 0
-    per_step = warmup_s[-1] if len(warmup_s) > 1 else warmup_s[0]
+    rest = sorted(warmup_s[1:]) or [warmup_s[0]]
+    per_step = rest[len(rest) // 2]  # the median step after the first: one slow step must not price all
     return min(MAX_WARMUP_EXTENSION, math.ceil((min_time_s - done) / max(per_step, 1e-9)))
 
 

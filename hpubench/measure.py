@@ -56,8 +56,9 @@ def measure_steps(
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
     device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
     time as it is taken (the step feed: ``hpubench.stepfeed``). ``more_warmup(warmup_times)``, asked
-    once after the planned warm-up steps, returns how many more to run (a minimum warm-up time:
-    :func:`hpubench.autosteps.warmup_extension`); every rank of a distributed cell must get the same.
+    after the planned warm-up steps and again after each batch it adds, returns how many more to run
+    (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.autosteps.warmup_extension`); every
+    rank of a distributed cell must get the same.
     """
     warmup: list[float] = []
     measured: list[float] = []
@@ -79,8 +80,8 @@ def measure_steps(
         if on_step_time is not None:
             on_step_time("warmup", i, warmup[-1], value)
         i += 1
-        if i == warmup_steps and more_warmup is not None:
-            planned += more_warmup(warmup)
+        if i == planned and i >= warmup_steps and more_warmup is not None:
+            planned += more_warmup(warmup)  # asked again after the added steps, until it says 0
     if on_warmup_done is not None:
         on_warmup_done()
     stop = fixed_steps(steps) if isinstance(steps, int) else steps

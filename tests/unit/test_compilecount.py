@@ -98,10 +98,10 @@ def test_measure_steps_runs_the_extra_warmup_it_is_told_and_keeps_the_batch_orde
 
     def more(warmup_s):
         asked.append(len(warmup_s))
-        return 3
+        return 3 if len(asked) == 1 else 0
 
     out = measure_steps(step, batches, lambda: None, 2, 4, more_warmup=more)
-    assert asked == [2]  # asked once, after the planned warm-up
+    assert asked == [2, 5]  # after the planned warm-up, then after the steps it added, until it says 0
     assert len(out.warmup_s) == 5 and len(out.measured_s) == 4
     assert seen == [k % 4 for k in range(9)]  # the measured steps continue the batch cycle
     plain = measure_steps(step, batches, lambda: None, 2, 4)

@@ -10,8 +10,10 @@ from hpubench.autosteps import MAX_WARMUP_EXTENSION, warmup_extension
 def test_a_short_warmup_is_extended_to_the_minimum_time_after_its_first_step() -> None:
     # first step 7 ms (left out), then two 1 ms steps: 2 ms done, 0.2 s asked -> 198 more 1 ms steps
     assert warmup_extension([0.007, 0.001, 0.001], 0.2) == 198
-    # the last step prices the rest, not the slow first one
+    # the steps after the first price the rest, not the slow first one
     assert warmup_extension([5.0, 0.01], 0.1) == 9
+    # their median: one slow step among them does not price every added step
+    assert warmup_extension([0.007, 0.001, 0.001, 0.005], 0.2) == 193
 
 
 @pytest.mark.parametrize(
