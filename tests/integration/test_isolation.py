@@ -289,9 +289,15 @@ def test_keyboard_interrupt_kills_the_running_cell_and_leaves_only_whole_records
             # a real SIGINT, as from a terminal, once the grandchild has had time to appear
             threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
 
+    # As at a terminal: a test session started in the background by a non-interactive shell inherits
+    # SIGINT ignored (POSIX), and Python then never raises KeyboardInterrupt for it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt), Launcher([workload_file], base_env=env) as launcher:
-        launcher.run(plan, store, timeout_s=60, on_event=on_event)
+    try:
+        with pytest.raises(KeyboardInterrupt), Launcher([workload_file], base_env=env) as launcher:
+            launcher.run(plan, store, timeout_s=60, on_event=on_event)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 30
     assert [r.key for r in store.load()] == [plan[0].cell.key]
     assert store.cells_path.read_bytes().endswith(b"\n")
