@@ -13,9 +13,10 @@ install:
 	$(PY) -m pip install -e ".[dev]"
 
 # The report is written even when a cell failed (it lists failures with reasons); the run's exit code is kept.
+# It goes beside the run directory, never into it (outputs never land among a run's records).
 smoke: install
 	@$(PY) -m hpubench run --matrix smoke --out $(RUN_DIR) --resume; rc=$$?; \
-	  $(PY) -m hpubench report $(RUN_DIR) -o $(RUN_DIR)/report.html && echo "report: $(RUN_DIR)/report.html"; \
+	  $(PY) -m hpubench report $(RUN_DIR) -o $(RUN_DIR).html && echo "report: $(RUN_DIR).html"; \
 	  exit $$rc
 
 # Headless Chromium (Debian's package) for the HTML report tests; installed only when missing.
