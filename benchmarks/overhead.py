@@ -7,11 +7,11 @@ It prints figures and never asserts on timings; it is not part of the test suite
 1. Throughput overhead. For mlp, gpt and resnet at size tiny, one real cell (fork isolation, the real
    ``Launcher``, fresh result store each time) is set against a bare, hand-written PyTorch loop doing the
    same work: same model and seed, the same four synthetic batches cycled in the same order, same batch
-   size, optimizer and learning rate, same warm-up and measured step counts. The bare loop runs in a child
-   forked from this process after ``import torch`` and before any torch op, which is how hpubench's
-   zygote makes its cell children, so both sides run in a fresh process with the threads (and affinity)
-   hpubench's CPU thread policy gives a one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1;
-   reported). The bare loop is timed the simplest honest way: one ``perf_counter`` around the whole
+   size, optimizer and learning rate, same warm-up and measured step counts. The bare loop (``bareloop.py``)
+   runs in a child forked from this process after ``import torch`` and before any torch op, which is how
+   hpubench's zygote makes its cell children, so both sides run in a fresh process with the threads (and
+   affinity) hpubench's CPU thread policy gives a one-process cell (``HPUBENCH_CPU_THREADS``, default
+   cores-1; reported). The bare loop is timed the simplest honest way: one ``perf_counter`` around the whole
    measured loop after the warm-up, samples/s = batch size x steps / elapsed. No device sync is called:
    CPU ops are synchronous, so there is nothing to wait for (on CUDA or HPU the bare loop would need one
    sync before stopping the clock). hpubench's figure is the one in its record: batch size x steps over the
@@ -52,6 +52,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
 
 WARMUP_STEPS = 5
 # (workload, measured steps) for the throughput comparison, full and --quick.
@@ -140,56 +142,6 @@ def _in_fork(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return json.loads(b"".join(chunks))
     except ValueError:
         return {"error": f"child ended without a result (wait status {status})"}
-
-
-# ---- the bare loop (runs in a forked child) --------------------------------------------------------------
-
-
-def _bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps: int) -> dict[str, Any]:
-    import torch
-
-    import workloads
-    from hpubench.conditions import plan_threads, thread_policy
-    from hpubench.conditions_probe import affinity, apply_plan
-    from hpubench.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
-
-    # The threads (and affinity) a one-process CPU cell gets under the same HPUBENCH_CPU_THREADS policy,
-    # set by the same functions; a user's OMP_NUM_THREADS (--threads) wins on both sides.
-    apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
-
-    wl = workloads.get(workload_name)
-    device = torch.device("cpu")
-    torch.manual_seed(SEED)
-    model = wl.build_model(size).to(device)
-    model.train()
-    gen = torch.Generator(device=device)
-    gen.manual_seed(SEED)
-    batches = [wl.make_batch(size, batch_size, device, gen) for _ in range(N_BATCHES)]
-    params = [p for p in model.parameters() if p.requires_grad]
-    if wl.optimizer == "sgd":
-        opt: torch.optim.Optimizer = torch.optim.SGD(params, lr=wl.lr, momentum=0.9)
-    else:
-        opt = torch.optim.AdamW(params, lr=wl.lr)
-
-    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = wl.loss(model, batch)
-        loss.backward()
-        opt.step()
-        return loss
-
-    for i in range(warmup):
-        step(batches[i % N_BATCHES])
-    t0 = time.perf_counter()
-    for i in range(steps):
-        loss = step(batches[(warmup + i) % N_BATCHES])
-    elapsed = time.perf_counter() - t0
-    return {
-        "elapsed_s": elapsed,
-        "samples_per_s": batch_size * steps / elapsed,
-        "loss_last": float(loss.detach()),
-        "torch_threads": torch.get_num_threads(),
-    }
 
 
 def _bookkeeping_costs() -> dict[str, Any]:
@@ -305,7 +257,7 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                     )
                 else:
                     bare.append(
-                        _in_fork(lambda n=name, b=bs, s=steps: _bare_loop(n, "tiny", b, WARMUP_STEPS, s))
+                        _in_fork(lambda n=name, b=bs, s=steps: bare_loop(n, "tiny", b, WARMUP_STEPS, s))
                     )
             print(".", end="", flush=True)
         print()

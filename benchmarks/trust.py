@@ -10,6 +10,10 @@ default CPU thread policy unless a check says otherwise), tiny size, 32-true, ea
    repeats of the three workloads are interleaved passes as ``hpubench run --repeat`` makes them.
    Reported per workload: the coefficient of variation of samples/s across the repeats (target <= 2% on a
    quiet machine), the steps ``--steps auto`` chose, why it stopped, and each repeat's quality verdict.
+   Beside it, the machine's own floor: the bare loop (``bareloop.py``) doing the same work (the median
+   warm-up and measured steps the repeats chose) in as many fresh processes, interleaved across the
+   workloads; its CV is the run-to-run spread of this machine with no harness at all. hpubench's CV near
+   the floor means the harness adds no spread of its own, whatever the floor is.
 
 2. Collapse guard. The same cell, quiet and then with a CPU hog beside it (``python -c "while True:
    pass"``, started before the run and killed after it), under the default thread policy (cores-1) and
@@ -31,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parent.parent
 HOG = "while True: pass"
 CV_TARGET = 0.02
 REPEATABILITY = {"full": ("mlp", "gpt", "resnet"), "quick": ("mlp", "gpt")}
@@ -67,12 +72,38 @@ def run_cli(workloads: tuple[str, ...], extra: list[str], policy: str | None, bu
     return [json.loads(line) for line in lines]
 
 
+def bare_floor(rows: list[dict[str, Any]], repeats: int) -> None:
+    """Add to each repeatability row the bare loop's samples/s over ``repeats`` fresh processes."""
+    script = Path(__file__).with_name("bareloop.py")
+    env = {
+        **_env(None),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    for r in rows:
+        r["bare_samples_per_s"] = []
+    for _ in range(repeats):
+        for r in rows:
+            if not r["steps"]:
+                continue
+            args = [r["workload"], "tiny", r["batch_size"], statistics.median_low(r["warmup"])]
+            args = [str(a) for a in [*args, statistics.median_low(r["steps"])]]
+            proc = subprocess.run(
+                [sys.executable, str(script), *args], env=env, capture_output=True, text=True
+            )
+            if proc.returncode != 0:
+                raise SystemExit(f"bare loop failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+            r["bare_samples_per_s"].append(json.loads(proc.stdout)["samples_per_s"])
+    for r in rows:
+        b = r["bare_samples_per_s"]
+        r["bare_cv"] = statistics.stdev(b) / statistics.mean(b) if len(b) > 1 else None
+
+
 def _sps(rec: dict[str, Any]) -> float | None:
     return (rec.get("metrics") or {}).get("samples_per_s")
 
 
-def repeatability(workloads: tuple[str, ...], repeats: int) -> list[dict[str, Any]]:
-    recs = run_cli(workloads, ["--steps", "auto", "--repeat", str(repeats)], None, busy=False)
+def repeatability(workloads: tuple[str, ...], repeats: int, extra: list[str]) -> list[dict[str, Any]]:
+    recs = run_cli(workloads, ["--steps", "auto", "--repeat", str(repeats), *extra], None, busy=False)
     rows = []
     for w in workloads:
         mine = [r for r in recs if r["cell"]["workload"] == w and r["status"] == "ok"]
@@ -85,6 +116,8 @@ def repeatability(workloads: tuple[str, ...], repeats: int) -> list[dict[str, An
                 "samples_per_s": sps,
                 "cv": cv,
                 "steps": [r["metrics"]["measured_steps"] for r in mine],
+                "warmup": [r["metrics"]["warmup_steps"] for r in mine],
+                "batch_size": mine[0]["runtime"]["batch_size"] if mine else None,
                 "stop": sorted({r["runtime"].get("steps_stop", "") for r in mine}),
                 "quality": [r.get("quality") for r in mine],
                 "threads": mine[0]["runtime"]["threads"]["intra_op"] if mine else None,
@@ -119,7 +152,8 @@ def _f(v: float | None, spec: str) -> str:
 def print_report(rep: list[dict[str, Any]], guard: list[dict[str, Any]], repeats: int) -> None:
     """Print both checks, each with whether its target held (figures, not a test: the exit code is 0)."""
     print(f"\n1. Repeatability: one cell, --steps auto, {repeats} interleaved repeats (target CV <= 2%)")
-    print(f"   {'workload':<9}{'threads':>8}{'median samples/s':>18}{'CV':>8}  {'steps chosen':<22}quality")
+    head = f"   {'workload':<9}{'thr':>4}{'median samples/s':>18}{'CV':>8}{'bare CV':>9}"
+    print(f"{head}  {'steps':<12}quality")
     ok_rep = True
     for r in rep:
         med = statistics.median(r["samples_per_s"]) if r["samples_per_s"] else None
@@ -128,9 +162,14 @@ def print_report(rep: list[dict[str, Any]], guard: list[dict[str, Any]], repeats
         steps = f"{min(r['steps'])}-{max(r['steps'])}" if r["steps"] else "-"
         qual = ",".join(str(q) for q in r["quality"])
         cv = _f(r["cv"] * 100 if r["cv"] is not None else None, ".2f") + "%"
-        print(f"   {r['workload']:<9}{r['threads']!s:>8}{_f(med, ',.1f'):>18}{cv:>8}  {steps:<22}{qual}")
+        bare = _f(r["bare_cv"] * 100 if r.get("bare_cv") is not None else None, ".2f") + "%"
+        row = f"   {r['workload']:<9}{r['threads']!s:>4}{_f(med, ',.1f'):>18}{cv:>8}{bare:>9}"
+        print(f"{row}  {steps:<12}{qual}")
         print(f"   {'':<9}stopped: {'; '.join(r['stop'])}")
     print(f"   -> {'holds' if ok_rep else 'NOT met'}: every CV <= {CV_TARGET:.0%}")
+    print(
+        "   (bare CV: the same work as a bare loop in fresh processes, this machine's own run-to-run floor)"
+    )
     print("\n2. Collapse guard: the same cell quiet and beside a CPU hog (python -c 'while True: pass')")
     head = f"   {'workload':<9}{'policy':<9}{'thr':>4}{'quiet s/s':>12}{'busy s/s':>12}{'busy/quiet':>11}"
     print(f"{head}{'intf q/b':>12}  quality quiet -> busy")
@@ -155,13 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer workloads (mlp, gpt; guard: mlp)")
     ap.add_argument("--repeats", type=int, default=5, help="repeats for the repeatability check (default 5)")
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    ap.add_argument("--min-time", help="pass --min-time to the repeatability runs (default: hpubench's)")
     args = ap.parse_args(argv)
     if args.repeats < 2:
         ap.error("--repeats must be >= 2 (a spread needs two runs)")
     mode = "quick" if args.quick else "full"
     load = os.getloadavg()[0]
     print(f"hpubench trust benchmark ({mode}): {os.cpu_count()} CPUs, load {load:.2f}", flush=True)
-    rep = repeatability(REPEATABILITY[mode], args.repeats)
+    extra = ["--min-time", args.min_time] if args.min_time else []
+    rep = repeatability(REPEATABILITY[mode], args.repeats, extra)
+    bare_floor(rep, args.repeats)
     guard = collapse_guard(GUARD[mode])
     print_report(rep, guard, args.repeats)
     if args.json:

@@ -1,0 +1,82 @@
+"""The bare loop: a hand-written PyTorch training loop doing a cell's work, with none of hpubench around it.
+
+The yardstick of two benchmarks: ``overhead.py`` sets it against a cell (harness/bare, in a forked child)
+and ``trust.py`` runs it in fresh processes for the machine's own run-to-run spread, the floor no harness
+can measure below. Same model and seed as hpubench, the same synthetic batches cycled in the same order,
+same optimizer and learning rate, and the threads (and affinity) hpubench's CPU thread policy gives a
+one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1; a user's ``OMP_NUM_THREADS`` wins on both
+sides). Timed the simplest honest way: one ``perf_counter`` around the measured loop after the warm-up.
+CPU only: CPU ops are synchronous, so there is nothing to wait for before stopping the clock.
+
+``python benchmarks/bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS`` prints the result as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+# torch and hpubench are imported inside bare_loop: overhead.py imports this module before it sets
+# OMP_NUM_THREADS from --threads, which must happen before torch loads.
+
+
+def bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps: int) -> dict[str, Any]:
+    """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed."""
+    import torch
+
+    import workloads
+    from hpubench.conditions import plan_threads, thread_policy
+    from hpubench.conditions_probe import affinity, apply_plan
+    from hpubench.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
+
+    apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
+
+    wl = workloads.get(workload_name)
+    device = torch.device("cpu")
+    torch.manual_seed(SEED)
+    model = wl.build_model(size).to(device)
+    model.train()
+    gen = torch.Generator(device=device)
+    gen.manual_seed(SEED)
+    batches = [wl.make_batch(size, batch_size, device, gen) for _ in range(N_BATCHES)]
+    params = [p for p in model.parameters() if p.requires_grad]
+    if wl.optimizer == "sgd":
+        opt: torch.optim.Optimizer = torch.optim.SGD(params, lr=wl.lr, momentum=0.9)
+    else:
+        opt = torch.optim.AdamW(params, lr=wl.lr)
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        loss = wl.loss(model, batch)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for i in range(warmup):
+        step(batches[i % N_BATCHES])
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = step(batches[(warmup + i) % N_BATCHES])
+    elapsed = time.perf_counter() - t0
+    return {
+        "elapsed_s": elapsed,
+        "samples_per_s": batch_size * steps / elapsed,
+        "loss_last": float(loss.detach()),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 5:
+        print("usage: bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS", file=sys.stderr)
+        return 2
+    name, size, batch, warmup, steps = argv
+    print(json.dumps(bare_loop(name, size, int(batch), int(warmup), int(steps))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
