@@ -23,14 +23,17 @@ class AutoSteps:
 
     ``target_ci``: relative half-width of the throughput interval to reach (0.02 = +-2%).
     ``min_steps`` and ``min_time_s``: never stop for the target before both are reached; the warm-up
-    also lasts ``min_time_s`` at least (:func:`warmup_extension`).
+    also lasts ``min_time_s`` at least (:func:`warmup_extension`). The default 2 s is measured: this VM's
+    speed drifts over seconds, which no interval inside a shorter window can see; the run-to-run CV of
+    tiny cells over 5 repeats was 1.0-4.0% with 0.5 s and 1.7-2.6% with 2 s (``benchmarks/trust.py``),
+    and a bare loop doing the same work in fresh processes varied as much (README, "Benchmarks").
     ``max_time_s``: stop once the measured phase has run this long (seconds), target or not; the
     minimum steps still run first, so a cell slower than ``max_time_s / min_steps`` runs longer.
     """
 
     target_ci: float = 0.02
     min_steps: int = 10
-    min_time_s: float = 0.5
+    min_time_s: float = 2.0
     max_time_s: float = 30.0
 
     def __post_init__(self) -> None:

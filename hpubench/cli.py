@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpubench import __version__
+from hpubench.autosteps import AutoSteps
 from hpubench.cliparse import check_timeout, out_dir, split_values
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
@@ -73,15 +74,23 @@ TargetCiOpt = Annotated[
     str | None,
     typer.Option("--target-ci", help="--steps auto: interval half-width to reach, relative (default 2%)."),
 ]
+AUTO_DEFAULTS = AutoSteps()  # the --help texts quote the defaults from the one place they are set
 MinStepsOpt = Annotated[
-    str | None, typer.Option("--min-steps", help="--steps auto: measured steps at least (default 10).")
+    str | None,
+    typer.Option("--min-steps", help=f"--steps auto: steps at least (default {AUTO_DEFAULTS.min_steps})."),
 ]
 MinTimeOpt = Annotated[
-    str | None, typer.Option("--min-time", help="--steps auto: seconds measured at least (default 0.5).")
+    str | None,
+    typer.Option(
+        "--min-time", help=f"--steps auto: seconds measured at least (default {AUTO_DEFAULTS.min_time_s:g})."
+    ),
 ]
 MaxTimeOpt = Annotated[
     str | None,
-    typer.Option("--max-time", help="--steps auto: seconds of measured steps per cell at most (default 30)."),
+    typer.Option(
+        "--max-time",
+        help=f"--steps auto: seconds measured per cell at most (default {AUTO_DEFAULTS.max_time_s:g}).",
+    ),
 ]
 WarmOpt = Annotated[int | None, typer.Option("--warmup-steps", help="Warm-up steps per cell (excluded).")]
 FilesOpt = Annotated[

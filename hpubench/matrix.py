@@ -406,7 +406,7 @@ def _full() -> MatrixSpec:
                 mode=MODES,
                 graphs=(False, True),
                 warmup_steps=5,
-                steps="auto",  # the default knobs: 2% target, 10 steps and 0.5 s at least, 30 s at most
+                steps="auto",  # the default knobs: 2% target, 10 steps and 2 s at least, 30 s at most
             ),
         ),
     )
