@@ -27,20 +27,54 @@ from hpubench.cliparse import check_timeout, out_dir, split_values
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
 
+# Plain click help (rich_markup_mode=None): typer's rich panels label every flag "<bool>" and need ~100
+# columns; plain help fits 80 and shows a flag as just its name.
+HELP_STYLE = None
 app = typer.Typer(
+    rich_markup_mode=HELP_STYLE,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Training benchmarks on Intel Gaudi (HPU), CUDA GPUs and CPUs.",
 )
 list_app = typer.Typer(
-    no_args_is_help=True, help="Show cells, workloads or presets without running anything."
+    rich_markup_mode=HELP_STYLE,
+    no_args_is_help=True,
+    help="Show cells, workloads or presets without running anything.",
 )
 app.add_typer(list_app, name="list")
 
-# Piped output (CI logs, files) gets wide tables instead of rich's 80-column default, so keys stay whole.
-out_console = Console() if sys.stdout.isatty() else Console(width=240)
-err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=240)
+
+def _print_version(value: bool) -> None:
+    if value:
+        out_console.print(f"hpubench {__version__}", highlight=False, markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Training benchmarks on Intel Gaudi (HPU), CUDA GPUs and CPUs."""
+
+
+def _piped_width() -> int:
+    """Piped output (CI logs, files) is 240 columns wide, not rich's 80, so keys stay whole; COLUMNS wins."""
+    raw = os.environ.get("COLUMNS", "")
+    return int(raw) if raw.isdigit() and int(raw) >= 40 else 240
+
+
+out_console = Console() if sys.stdout.isatty() else Console(width=_piped_width())
+err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=_piped_width())
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide", help="Every column and whole cell keys, however wide the terminal (default: fit it)."
+    ),
+]
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -328,6 +362,7 @@ def run(
     progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
     budget: BudgetOpt = None,
     estimates_from: EstimatesFromOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
 
@@ -451,9 +486,9 @@ def run(
                 options=run_options,
                 budget=budget_run,
             )
-    from hpubench.tables import results_table
+    from hpubench.narrowtable import results_view
 
-    out_console.print(results_table(results, title=f"hpubench run -> {out}"))
+    out_console.print(*results_view(results, f"hpubench run -> {out}", out_console.width, wide), sep="\n")
     _print_observations(results, out)
     failed = sum(r.status == "failed" for r in results)
     if failed:
@@ -646,16 +681,19 @@ def results(
             help="Also show operator tables, memory timelines, loader splits and energy where recorded.",
         ),
     ] = False,
+    wide: WideOpt = False,
 ) -> None:
     """Print the results of one or more runs."""
+    from hpubench.narrowtable import results_view
     from hpubench.store import load_results, to_dataframe
-    from hpubench.tables import results_table
 
     if fmt not in ("table", "csv", "json"):
         raise UsageError(f"--format must be table, csv or json, got {fmt!r}")
     loaded = load_results([str(p) for p in paths])
     if fmt == "table":
-        out_console.print(results_table(loaded, title=", ".join(str(p) for p in paths)))
+        out_console.print(
+            *results_view(loaded, ", ".join(str(p) for p in paths), out_console.width, wide), sep="\n"
+        )
         if profile:
             _print_observations(loaded, paths[0] if len(paths) == 1 and paths[0].is_dir() else None)
     elif fmt == "csv":
@@ -757,7 +795,9 @@ _register_doctor(app, out_console, err_console)  # doctor
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit 2 with one line for any bad input, never a traceback for it."""
     try:
-        code = app(args=argv, standalone_mode=False)  # returns typer.Exit's code instead of raising it
+        code = app(
+            args=argv, prog_name="hpubench", standalone_mode=False
+        )  # returns typer.Exit's code instead of raising it
         if isinstance(code, int) and code:
             sys.exit(code)
     except UsageError as exc:
@@ -766,7 +806,7 @@ def main(argv: list[str] | None = None) -> None:
     except click_exc.NoArgsIsHelpError:
         sys.exit(0)
     except click_exc.UsageError as exc:
-        hint = f"; see 'hpubench {exc.ctx.command_path.split(' ', 1)[-1]} --help'" if exc.ctx else ""
+        hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx else ""
         msg = " ".join(exc.format_message().split())
         err_console.print(f"error: {msg}{hint}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)

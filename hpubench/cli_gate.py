@@ -87,7 +87,9 @@ def _filter_accelerator(records, accelerator: str | None, option: str):
 
 
 def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
-    baseline_app = typer.Typer(no_args_is_help=True, help="Save and list named baselines for 'gate'.")
+    baseline_app = typer.Typer(
+        rich_markup_mode=None, no_args_is_help=True, help="Save and list named baselines for 'gate'."
+    )
     app.add_typer(baseline_app, name="baseline")
 
     @app.command()

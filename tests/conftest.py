@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, write_run
 
 from hpubench.record import STATUS_FAILED
+
+# A shell that exports COLUMNS would turn the CLI's piped tables compact (hpubench.narrowtable); tests
+# that read the full table get the piped default, and the narrow-terminal tests set COLUMNS themselves.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,8 @@ def assert_one_line_error(proc, fragment: str) -> None:
         (["run", "--workloads-from", "missing_workloads.py"], "does not exist"),
         (["run", "--workload", "nosuchworkload"], "nosuchworkload"),
         (["run", "--no-such-flag"], "--no-such-flag"),
+        (["run", "--no-such-flag"], "see 'hpubench run --help'"),  # not 'hpubench -m hpubench run'
+        (["list", "cells", "--bogus"], "see 'hpubench list cells --help'"),
         (["results", "no_such_run_dir"], "no_such_run_dir"),
         (["results", ".", "--format", "xml"], "--format"),
         (["frobnicate"], "frobnicate"),
@@ -38,6 +40,17 @@ def assert_one_line_error(proc, fragment: str) -> None:
 )
 def test_bad_arguments(cli, tmp_path, args, fragment):
     assert_one_line_error(cli(*args, cwd=tmp_path), fragment)
+
+
+def test_version_and_help_name_the_program_as_users_type_it(cli, tmp_path):
+    from hpubench import __version__
+
+    proc = cli("--version", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"hpubench {__version__}")
+    helped = cli("run", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and helped.stdout.startswith("Usage: hpubench run [OPTIONS]")
+    assert "<bool>" not in helped.stdout  # flags are shown by name, not typed
+    assert max(map(len, helped.stdout.splitlines())) <= 80
 
 
 def test_broken_matrix_file(cli, tmp_path):
