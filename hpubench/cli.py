@@ -19,11 +19,11 @@ try:  # recent typer releases vendor click; older ones use the click package
 except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc
 from rich.console import Console
-from rich.table import Table
 
 from hpubench import __version__
 from hpubench.autosteps import AutoSteps
 from hpubench.cliparse import check_timeout, out_dir, split_values
+from hpubench.envtable import env_table
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
 
@@ -660,13 +660,7 @@ def env(workloads_from: FilesOpt = None) -> None:
     """What hpubench detects on this machine: accelerators, device names and counts."""
     with _launcher(workloads_from) as launcher:
         inventory, catalog = launcher.detect()
-    table = Table(title=f"hpubench {__version__}: accelerators")
-    table.add_column("accelerator")
-    table.add_column("devices", justify="right")
-    table.add_column("device name")
-    for d in inventory.devices:
-        table.add_row(d.accelerator, str(d.count), d.device_name or "-")
-    out_console.print(table)
+    out_console.print(env_table(inventory, f"hpubench {__version__}: accelerators"))
     out_console.print(f"workloads: {', '.join(catalog)}")
 
 
