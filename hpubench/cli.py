@@ -596,6 +596,9 @@ def list_cells(
     estimates_from: EstimatesFromOpt = None,
     budget: BudgetOpt = None,
     repeat: Annotated[int, typer.Option("--repeat", help="With --budget: plan for N passes.")] = 1,
+    skipped: Annotated[
+        bool, typer.Option("--skipped", help="List each skipped cell too (default: counted by reason).")
+    ] = False,
 ) -> None:
     """What a run would do: every cell with its estimated time and memory per device, and why the skipped
     ones are skipped; with --budget, the steps each cell would get. Runs no cell (a short probe counts the
@@ -630,7 +633,7 @@ def list_cells(
     if budget_s is not None:
         first = cli_estimate.start_budget(pre, budget_s, repeat, started).plan_from(0, 0)
     title = f"matrix {spec.name}: {len(pre.cells)} cells"
-    table, lines = cli_estimate.estimate_table(pre, title, first, repeat, budget_s)
+    table, lines = cli_estimate.estimate_table(pre, title, first, repeat, budget_s, show_skipped=skipped)
     out_console.print(table)
     for line in lines:
         out_console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -17,6 +17,7 @@ from hpubench.errors import UsageError
 from hpubench.estimate import format_bytes, format_duration, parse_duration
 from hpubench.eta import RunEstimate
 from hpubench.preflight import BudgetRun, Preflight, preflight, write_estimates
+from hpubench.skipsummary import summary_lines
 
 
 def parse_budget(text: str | None) -> float | None:
@@ -72,9 +73,12 @@ def estimate_table(
     budget: BudgetPlan | None = None,
     repeat: int = 1,
     budget_s: float | None = None,
+    show_skipped: bool = False,
 ) -> tuple[Table, list[str]]:
     """One row per cell (estimated time at its steps, memory per device, source), and the lines under
-    it: each source in full, the total, and what the budget does."""
+    it: each source in full, the skipped cells counted by reason, the total, and what the budget does.
+    Skipped cells get rows of their own only with ``show_skipped``; their numbers stay, so the rows shown
+    keep the numbers ``--skipped`` gives them."""
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("cell")
@@ -91,6 +95,8 @@ def estimate_table(
         return f"[{sources.setdefault(text, len(sources) + 1)}]"
 
     for i, (pc, est) in enumerate(zip(pre.cells, pre.estimates, strict=True), 1):
+        if not pc.runnable and not show_skipped:
+            continue
         status = "run" if pc.runnable else f"skip: {pc.skip_reason}"
         row = [str(i), pc.cell.key, status]
         if est is None:
@@ -113,6 +119,10 @@ def estimate_table(
     lines = [f"  [{n}] {text}" for text, n in sources.items()]
     total, unknown = pre.total_s()
     runnable = sum(pc.runnable for pc in pre.cells)
+    skips = summary_lines([pc.skip_reason or "" for pc in pre.cells if not pc.runnable])
+    lines += skips
+    if skips and not show_skipped:
+        lines.append("(each skipped cell: hpubench list cells --skipped)")
     lines.append(
         f"{runnable} to run, {len(pre.cells) - runnable} skipped; "
         f"estimated total ~{format_duration(total * repeat)}"

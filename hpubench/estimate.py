@@ -253,7 +253,7 @@ def memory_skip_reason(needed_bytes: int | None, available_bytes: int | None) ->
         return None
     return (
         f"needs ~{needed_bytes / GIB:.1f} GiB per device, {available_bytes / GIB:.1f} GiB available "
-        "(memory estimate; see hpubench list cells)"
+        "(memory estimate; see hpubench list cells --skipped)"
     )
 
 

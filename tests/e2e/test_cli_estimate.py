@@ -42,7 +42,15 @@ def test_a_bad_budget_is_one_line_and_exit_2(cli, tmp_path, value):
 
 def test_a_cell_too_big_for_memory_is_skipped_with_its_estimate_not_crashed(cli, tmp_path, cache_env):
     listing = cli(
-        "list", "cells", "-w", "hugemem", "--workloads-from", str(PLUGIN), cwd=tmp_path, env=cache_env
+        "list",
+        "cells",
+        "-w",
+        "hugemem",
+        "--workloads-from",
+        str(PLUGIN),
+        "--skipped",
+        cwd=tmp_path,
+        env=cache_env,
     )
     assert listing.returncode == 0, listing.stderr
     assert "skip: needs ~" in listing.stdout and "GiB per device" in listing.stdout
