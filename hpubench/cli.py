@@ -764,10 +764,11 @@ def compare(
             "default, steadiest on a shared machine) or median.",
         ),
     ] = "mean",
+    wide: WideOpt = False,
 ) -> None:
     """Compare two result sets cell by cell (e.g. Gaudi vs Gaudi2): ratios with CIs, geometric means."""
     import reports
-    from hpubench.tables import compare_table
+    from hpubench.narrowcompare import compare_view
 
     result = reports.comparison(
         base,
@@ -778,7 +779,7 @@ def compare(
         candidate_accelerator=candidate_accelerator,
         statistic=statistic,
     )
-    out_console.print(compare_table(result))
+    out_console.print(*compare_view(result, out_console.width, wide), sep="\n")
     err_console.print(f"wrote {out}", highlight=False, markup=False)
 
 
