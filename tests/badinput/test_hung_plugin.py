@@ -31,6 +31,15 @@ LIMIT_S = 2
 # imports the plugin (3-8 s on the 2-core test VMs), and the launcher's reply handling.
 MARGIN_S = 30.0
 ENV_NAME = "HPUBENCH_PLUGIN_IMPORT_TIMEOUT"
+# Catches whatever interrupts its sleep and sleeps again: only the backstop (limit + 5 s) ends it.
+STUBBORN = """
+import time
+while True:
+    try:
+        time.sleep(3600)
+    except BaseException:
+        pass
+"""
 
 
 def _holders(marker: str) -> list[int]:
@@ -149,3 +158,17 @@ def test_a_spawned_cell_fails_naming_the_plugin_and_the_limit(workdir) -> None:
     result = json.loads((cwd / "r.json").read_text())["result"]
     assert result["status"] == "failed"
     assert str(plugin) in result["reason"] and f"within {LIMIT_S} s" in result["reason"], result["reason"]
+
+
+@pytest.mark.slow
+def test_an_import_that_swallows_the_interruption_is_still_ended(workdir) -> None:
+    cwd, _ = workdir
+    plugin = cwd / "stubborn.py"
+    plugin.write_text(STUBBORN)
+    before = snapshot(cwd)
+    argv = [sys.executable, "-m", "hpubench", "run", "-w", "mlp", "-a", "cpu", "--out", "o"]
+    argv += ["--workloads-from", str(plugin)]
+    done, elapsed = _run(cwd, plugin, argv)
+    _assert_refused(done, elapsed, plugin)
+    assert not (cwd / "o").exists()
+    assert snapshot(cwd) == before
