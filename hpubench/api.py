@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import cluster, doctor, doctor_probe, matrix, runlock
+from hpubench import addrcheck, cluster, doctor, doctor_probe, matrix, runlock
 from hpubench.cell import Cell, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
@@ -152,12 +152,15 @@ def resolve_cluster(
     """This node's place in a multi-node run (``hpubench.cluster``); None when no cell spans nodes.
 
     Checked before anything starts, so a misconfigured node fails in a second, not at a rendezvous
-    timeout; node 0 also checks that it can host the rendezvous on MASTER_PORT.
+    timeout: node 0's address must resolve (within a few seconds), and node 0 also checks that it can
+    host the rendezvous on MASTER_PORT.
     """
     max_nodes = max((n for g in spec.grids for n in g.nodes), default=1)
     env = cluster.resolve(
         environ, max_nodes=max_nodes, node_rank=node_rank, master_addr=master_addr, master_port=master_port
     )
+    if env is not None:
+        addrcheck.check_resolves(env.master_addr, env.master_addr_from, env.master_port)
     if env is not None and env.is_node_zero:
         cluster.check_port_free(env.master_port, env.master_port_from)
     return env

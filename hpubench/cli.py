@@ -26,6 +26,7 @@ from hpubench.cliparse import check_timeout, out_dir, split_values
 from hpubench.envtable import env_table
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
+from hpubench.pluginload import DEFAULT_LIMIT_S, import_limit_s
 
 # Plain click help (rich_markup_mode=None): typer's rich panels label every flag "<bool>" and need ~100
 # columns; plain help fits 80 and shows a flag as just its name.
@@ -128,7 +129,12 @@ MaxTimeOpt = Annotated[
 ]
 WarmOpt = Annotated[int | None, typer.Option("--warmup-steps", help="Warm-up steps per cell (excluded).")]
 FilesOpt = Annotated[
-    list[Path] | None, typer.Option("--workloads-from", help="Python file(s) registering workloads.")
+    list[Path] | None,
+    typer.Option(
+        "--workloads-from",
+        help="Python file(s) registering workloads; each import may take HPUBENCH_PLUGIN_IMPORT_TIMEOUT "
+        f"seconds (default {DEFAULT_LIMIT_S:g}).",
+    ),
 ]
 OptionOpt = Annotated[
     list[str] | None,
@@ -391,6 +397,7 @@ def run(
         raise UsageError(f"--progress-every must be a positive number of seconds, got {progress_every}")
     validate_op_list_env(os.environ)
     validate_threads_env(os.environ)
+    import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
     run_options = _run_options(
         profile=profile,
         wait=profile_wait,

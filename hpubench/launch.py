@@ -35,6 +35,7 @@ from hpubench.errors import ProbeFailed, UsageError
 from hpubench.eta import StepProgress
 from hpubench.inventory import Inventory
 from hpubench.logcap import cap_log
+from hpubench.pluginload import import_limit_s
 from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.runoptions import RunOptions
 from hpubench.stepfeed import feed_path
@@ -279,6 +280,7 @@ class Launcher:
         self.workload_files = [str(f) for f in workload_files or []]
         self.isolation = isolation
         self.base_env = dict(os.environ if base_env is None else base_env)
+        import_limit_s(self.base_env)  # a bad HPUBENCH_PLUGIN_IMPORT_TIMEOUT is refused before any worker
         self.python = python or sys.executable
         # Multi-node: this node's place (hpubench.cluster). A node other than 0 runs only the cells that
         # span it; its caller gives it a store that writes nothing (node 0 keeps the records).

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -40,9 +41,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 import workloads
+from hpubench import pluginload
 from hpubench.errors import UsageError
 from hpubench.store import write_json_atomic
 from workloads.base import Workload
+
+PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
 
 META = torch.device("meta")
 CALIBRATION_MAX_N = 512  # largest square product timed (one thread: 512 is near a BLAS's best rate)
@@ -261,11 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads-from", action="append", default=[])
     args = parser.parse_args(argv)
     try:
-        for f in args.workloads_from:
-            workloads.load_file(f)
+        # Bounded: a file whose import hangs is given up on (hpubench.pluginload).
+        pluginload.load_files(args.workloads_from, workloads.load_file, os.environ, PROBE_USAGE_PREFIX)
         workloads.load_entry_points()
     except UsageError as exc:
-        print(f"hpubench-probe: usage error: {exc}", file=sys.stderr)
+        print(f"{PROBE_USAGE_PREFIX}{exc}", file=sys.stderr)
         return 2
     wanted = []
     for spec in args.cell:

@@ -562,6 +562,32 @@ for env, fragment in [
     ({"NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "70000"}, "MASTER_PORT"),
     ({"NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}, "MASTER_PORT"),
     ({"NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "x"}, "WORLD_SIZE"),
+    # Names under .invalid never resolve (RFC 2606): refused at once, not after a rendezvous timeout.
+    ({"NODE_RANK": "1", "MASTER_ADDR": "nosuchhost.invalid", "MASTER_PORT": "29500"}, "does not resolve"),
+    ({"NODE_RANK": "0", "MASTER_ADDR": "nosuchhost.invalid", "MASTER_PORT": "29500"}, "does not resolve"),
+    ({"NODE_RANK": "1", "MASTER_ADDR": "node0.invalid.", "MASTER_PORT": "29500"}, "MASTER_ADDR"),
+    ({"NODE_RANK": "1", "MASTER_ADDR": "bad host.invalid", "MASTER_PORT": "29500"}, "does not resolve"),
+    (
+        {"SLURM_JOB_ID": "77", "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "n[1-2].invalid"},
+        "SLURM_JOB_NODELIST",
+    ),
 ]:
     label = " ".join(f"{k}={v}" for k, v in env.items())
     add("env", label, MULTI, fragment, env=env)
+add(
+    "cli",
+    "run --master-addr unresolvable",
+    [*MULTI, "--node-rank", "1", "--master-addr", "nosuchhost.invalid", "--master-port", "29500"],
+    "--master-addr 'nosuchhost.invalid' does not resolve",
+)
+
+# A plugin import's time limit (hpubench.pluginload): a positive, finite number of seconds.
+for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
+    add(
+        "env",
+        f"HPUBENCH_PLUGIN_IMPORT_TIMEOUT={value}",
+        [*RUN, "-w", "mlp", "--workloads-from", "p.py"],
+        "HPUBENCH_PLUGIN_IMPORT_TIMEOUT",
+        env={"HPUBENCH_PLUGIN_IMPORT_TIMEOUT": value},
+        files={"p.py": "import time\ntime.sleep(3600)\n"},
+    )
