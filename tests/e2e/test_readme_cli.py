@@ -67,9 +67,8 @@ def option_entries(help_out: str) -> dict[str, str]:
     return entries
 
 
-CASES = [
-    (cmd, opt, val) for cmd, body in synopsis() for opt, val in re.findall(r"(--[\w-]+)(?: ([^\s\]|]+))?", body)
-]
+OPTION = re.compile(r"(--[\w-]+)(?: ([^\s\]|]+))?")  # --name and the value the README shows, if any
+CASES = [(cmd, opt, val) for cmd, body in synopsis() for opt, val in OPTION.findall(body)]
 
 
 def test_the_synopsis_is_parsed() -> None:
