@@ -87,6 +87,25 @@ def gaudi_generation(device_name: str) -> int | None:
     return None
 
 
+def precision_refusal(precision: str, device_name: str) -> str | None:
+    """Why ``precision`` cannot run on a Gaudi named ``device_name``, or None (C9).
+
+    fp16 and fp8 are refused on first-generation Gaudi; fp8 runs through transformer_engine on Gaudi2+.
+    A name that says nothing (``""``) is never refused: the live device decides. One reason for the
+    planner's rule and the worker's live checks alike.
+    """
+    if gaudi_generation(device_name) != 1:
+        return None
+    if precision == "fp8":
+        return (
+            f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
+            "first-generation Gaudi"
+        )
+    if precision == "16-mixed":
+        return f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
+    return None
+
+
 def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
     """The module ids ``HABANA_VISIBLE_MODULES`` lists, in order; empty when unset (every module)."""
     raw = environ.get(VISIBLE_MODULES_ENV, "").strip()
@@ -181,17 +200,10 @@ class HPUAccelerator(Accelerator):
         Refusing on an unknown name would hide cells that may well run; the live device check
         (``check_precision``, ``graphed_step``) still catches them in the worker.
         """
-        gen = gaudi_generation(device_name)
-        first_gen = gen == 1
-        if cell.precision == "fp8" and first_gen:
-            return (
-                f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
-                "first-generation Gaudi"
-            )
-        if cell.precision == "16-mixed" and first_gen:
-            return (
-                f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
-            )
+        first_gen = gaudi_generation(device_name) == 1
+        refused = precision_refusal(cell.precision, device_name)
+        if refused is not None:
+            return refused
         if cell.graphs:
             if cell.mode == "compile":
                 return (
@@ -390,9 +402,9 @@ class HPUAccelerator(Accelerator):
         """The matrix may have planned without knowing the generation; the live device name decides."""
         if precision not in ("fp8", "16-mixed"):
             return
-        name = self.device_name()
-        if gaudi_generation(name) == 1:
-            raise CellSkipped(f"{precision} is not available on first-generation Gaudi ({name})")
+        refused = precision_refusal(precision, self.device_name())
+        if refused is not None:
+            raise CellSkipped(refused)
 
     def mode_in_force(self, requested: str) -> str:
         """Read back from the bridge: an inherited PT_HPU_LAZY_MODE or a release default can override us.
@@ -463,9 +475,9 @@ class HPUAccelerator(Accelerator):
         projection inside ``nn.MultiheadAttention``) are used through their weights by their parents,
         so a replacement there would silently not run in fp8.
         """
-        name = self.device_name()
-        if gaudi_generation(name) == 1:
-            raise CellSkipped(f"fp8 training needs Gaudi2 or newer; {name} is a first-generation Gaudi")
+        refused = precision_refusal("fp8", self.device_name())
+        if refused is not None:
+            raise CellSkipped(refused)
         try:
             import habana_frameworks.torch.hpex.experimental.transformer_engine as te
         except ImportError as exc:
