@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.profile import habana_profile_in_force
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,3 +67,10 @@ def test_unset_habana_profile_records_the_bridges_default_with_a_note(tmp_path: 
 def test_a_chosen_habana_profile_is_recorded_without_the_default_note(tmp_path: Path, chosen: str) -> None:
     p = profile_record(tmp_path, chosen)
     assert p["habana_profile"] == chosen and default_notes(p) == [], p["notes"]
+
+
+@pytest.mark.parametrize("read", [None, "profile_api_light"])
+def test_the_default_is_noted_whether_or_not_the_bridges_setting_reaches_os_environ(read: str | None) -> None:
+    in_force, note = habana_profile_in_force(read)
+    assert in_force == "profile_api_light" and note is not None and "default" in note
+    assert habana_profile_in_force("profile_api") == ("profile_api", None)
