@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hpubench import peaks
 from hpubench.cell import Cell
 from hpubench.core.accelerators import hpu_doctor, register
 from hpubench.core.accelerators.base import Accelerator, StepFn
@@ -310,6 +311,18 @@ class HPUAccelerator(Accelerator):
         from habana_frameworks.torch import hpu
 
         return str(hpu.get_device_name())
+
+    def memory_available(self) -> tuple[int, bool] | None:
+        """The card's HBM for its generation (C8: Gaudi 32 GiB, Gaudi2 96, Gaudi3 128), from the name.
+
+        Read at detection, which must not acquire a card (C5: the detection child would hold it while the
+        cells start); the usable ``memory_stats()["Limit"]`` is a little less, so only cells that could
+        not fit the whole card are skipped up front. None for a name the peak table does not know.
+        """
+        entry = peaks.entry_for(self.name, self.device_name())
+        if entry is None or entry.memory_gb is None:
+            return None
+        return int(entry.memory_gb * 1024**3), False
 
     # ---- runtime ---------------------------------------------------------------------------------
     def torch_device(self) -> torch.device:
