@@ -20,7 +20,7 @@ from hpubench.errors import ProbeFailed, UsageError, WriteFailed
 from hpubench.inventory import Inventory
 from hpubench.launch import Event, Launcher
 from hpubench.outfile import os_error_text
-from hpubench.preflight import BudgetedStore, BudgetRun
+from hpubench.preflight import BudgetedStore, BudgetRun, fit_memory
 from hpubench.record import CellResult
 from hpubench.runoptions import RunOptions
 from hpubench.store import ResultStore, run_metadata
@@ -86,8 +86,9 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
     """``hpubench doctor``: every finding about this machine and the facts behind them.
 
     The host's facts are read here; torch's and the devices' in a fresh child (``detect_for_doctor``);
-    each accelerator judges its own facts; the plan is ``spec`` expanded as ``make_plan`` does (without
-    the memory-fit estimates of ``list cells``, which run a probe).
+    each accelerator judges its own facts; the plan is ``spec`` expanded as ``make_plan`` does, with the
+    cells that cannot fit in memory skipped as ``list cells`` and ``run`` skip them (the probe counts
+    the models; no rate is calibrated).
     """
     host = doctor_probe.host_facts()
     found = doctor.host_findings(host)
@@ -109,9 +110,25 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
         device = doctor.DeviceFacts.from_dict(raw)
         found += accelerators.get(device.accelerator).doctor_findings(device)
     catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
-    cells = matrix.expand(spec, Inventory.from_dict(data["inventory"]), catalog)
+    inventory = Inventory.from_dict(data["inventory"])
+    cells = matrix.expand(spec, inventory, catalog)
+    fitted, problem = fit_memory(
+        cells,
+        inventory,
+        python=launcher.python,
+        workload_files=launcher.workload_files,
+        env=launcher.base_env,
+        runner=launcher.probe if launcher.isolation == "fork" else None,
+    )
+    memory = [
+        (new.cell.key, new.skip_reason or "")
+        for old, new in zip(cells, fitted, strict=True)
+        if old.runnable and not new.runnable
+    ]
     summary = matrix.explain(cells)
-    found += doctor.plan_findings(spec.name, summary.total, summary.runnable, summary.reasons)
+    found += doctor.plan_findings(
+        spec.name, summary.total, summary.runnable - len(memory), summary.reasons, memory, problem
+    )
     return found, facts
 
 

@@ -17,6 +17,22 @@ PRECISIONS: tuple[str, ...] = ("32-true", "bf16-mixed", "16-mixed", "bf16-true",
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")
 SIZES: tuple[str, ...] = ("tiny", "standard")
 
+# The matrix's dimensions: the Cell fields a matrix spans (``hpubench.matrix``), in grid order. Those of the
+# first release every hpubench version wrote into a record's cell, so a record lacking one is damaged and
+# refused (``hpubench.recordcheck``); a later one absent from an old record reads as its default. A new
+# dimension goes into LATER_DIMENSIONS.
+FIRST_RELEASE_DIMENSIONS: tuple[str, ...] = (
+    "workload",
+    "size",
+    "accelerator",
+    "devices",
+    "nodes",
+    "precision",
+    "mode",
+)
+LATER_DIMENSIONS: tuple[str, ...] = ("graphs", "batch_size", "options")
+DIMENSIONS: tuple[str, ...] = (*FIRST_RELEASE_DIMENSIONS, *LATER_DIMENSIONS)
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -242,9 +242,16 @@ def memory_text(memory: Sequence[tuple[str, int, int]]) -> str:
 
 # ---- plan -------------------------------------------------------------------------------------------------
 def plan_findings(
-    matrix_name: str, total: int, runnable: int, reasons: Iterable[tuple[str, int]]
+    matrix_name: str,
+    total: int,
+    runnable: int,
+    reasons: Iterable[tuple[str, int]],
+    memory: Iterable[tuple[str, str]] = (),
+    memory_problem: str | None = None,
 ) -> list[Finding]:
-    """Which cells of the matrix would be skipped here, and why (``hpubench.matrix.explain``'s counts).
+    """Which cells of the matrix would be skipped here, and why: the rules' reasons with their counts
+    (``hpubench.matrix.explain``), then each cell whose memory estimate does not fit, by its key
+    (``memory``: key, reason; ``runnable`` counts neither). ``memory_problem``: why memory was not checked.
 
     A skip is no fault: lazy mode on a GPU is meant to be skipped. Only a matrix with nothing to run is.
     """
@@ -256,6 +263,17 @@ def plan_findings(
     else:
         out = [Finding(PLAN, "cells", OK, head)]
     out += [Finding(PLAN, "skipped", OK, f"{n} x {reason}") for reason, n in reasons]
+    out += [Finding(PLAN, "memory fit", OK, f"{key}: {reason}") for key, reason in memory]
+    if memory_problem:
+        out.append(
+            Finding(
+                PLAN,
+                "memory fit",
+                WARN,
+                f"not checked: {memory_problem}",
+                "run hpubench list cells for the estimates, or fix the workload the probe could not count",
+            )
+        )
     return out
 
 

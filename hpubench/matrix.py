@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.autosteps import AUTO, KNOBS, MAX_STEPS, AutoSteps, parse_knob
-from hpubench.cell import MODES, PRECISIONS, Cell, PlannedCell
+from hpubench.cell import DIMENSIONS, MODES, PRECISIONS, Cell, PlannedCell
 from hpubench.cluster import multi_process_skip_reason
 from hpubench.core.extrawork import check_options
 from hpubench.errors import UsageError
@@ -82,18 +82,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-DIMENSIONS: tuple[str, ...] = (
-    "workload",
-    "size",
-    "accelerator",
-    "devices",
-    "nodes",
-    "precision",
-    "mode",
-    "graphs",
-    "batch_size",
-    "options",
-)
 SETTINGS: tuple[str, ...] = ("warmup_steps", "steps", *KNOBS)  # KNOBS: how steps = "auto" measures
 DEFAULT_WARMUP_STEPS = 3
 DEFAULT_STEPS = 20

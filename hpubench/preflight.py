@@ -239,6 +239,32 @@ def estimate_plan(
     return out_cells, out_est
 
 
+def fit_memory(
+    cells: Sequence[PlannedCell],
+    inventory: Inventory,
+    *,
+    python: str,
+    workload_files: Sequence[str],
+    env: dict[str, str],
+    runner: ProbeRunner | None = None,
+) -> tuple[list[PlannedCell], str | None]:
+    """``cells`` with those that cannot fit in memory skipped, the estimate in their reason, as
+    :func:`preflight` skips them, from the models counted on meta alone (no rate calibration: the
+    memory estimate does not need it); and why nothing was checked when the probe failed."""
+    host = [d.accelerator for d in inventory.devices if inventory.shares_memory(d.accelerator)]
+    facts, _cals, problem = run_probe(
+        cells,
+        python=python,
+        workload_files=workload_files,
+        env=env,
+        calibrate=False,
+        host_accelerators=host,
+        runner=runner,
+    )
+    fitted, _estimates = estimate_plan(cells, inventory, facts, {}, {})
+    return fitted, problem
+
+
 def preflight(
     cells: Sequence[PlannedCell],
     inventory: Inventory,

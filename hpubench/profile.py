@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 TRACES_DIR = "traces"
 HABANA_PROFILE_ENV = "HABANA_PROFILE"
+HABANA_PROFILE_DEFAULT = "profile_api_light"  # what the bridge sets when HABANA_PROFILE is unset
 # Our own ranges mark the step and its data fetch in the trace; as table rows they would only repeat
 # the step time. "ProfilerStep*" is the profiler's own per-step range.
 _HIDDEN_PREFIXES = ("ProfilerStep", "hpubench::")
@@ -190,6 +191,22 @@ def op_table(
 # ---- the profiled pass -------------------------------------------------------------------------------------
 
 
+def habana_profile_in_force(value: str | None) -> tuple[str, str | None]:
+    """The Gaudi profiler in force given ``HABANA_PROFILE`` as this process reads it, and a note when it
+    is the bridge's default.
+
+    The bridge sets the variable to its default when it is unset at load (hpu-api.md), so a cell, which
+    reads it after the bridge loaded, sees the default rather than "unset"; where the bridge's setting
+    does not reach ``os.environ`` the variable still reads unset. Both mean the default is in force.
+    """
+    if value is None or value == HABANA_PROFILE_DEFAULT:
+        return HABANA_PROFILE_DEFAULT, (
+            f"HABANA_PROFILE={HABANA_PROFILE_DEFAULT}: the bridge's default Gaudi profiler is in force "
+            "(the one it sets when HABANA_PROFILE is unset); set HABANA_PROFILE to choose another"
+        )
+    return value, None
+
+
 def profile_steps(
     step: Callable[[Batch], torch.Tensor],
     next_batch: Callable[[], Batch],
@@ -204,9 +221,10 @@ def profile_steps(
     from torch.profiler import profile, record_function, schedule
 
     acts, act_names, notes = activities_for(accelerator)
-    habana_profile = os.environ.get(HABANA_PROFILE_ENV) if accelerator == "hpu" else None
-    if accelerator == "hpu" and habana_profile is None:
-        notes.append("HABANA_PROFILE unset: the bridge's default (profile_api_light) applies")
+    habana_profile = None
+    if accelerator == "hpu":
+        habana_profile, note = habana_profile_in_force(os.environ.get(HABANA_PROFILE_ENV))
+        notes += [note] if note else []
     exported: list[str] = []
 
     def on_ready(prof: Any) -> None:

@@ -8,9 +8,10 @@ and what it should hold; the store adds the file and line. Pure: no I/O, no torc
 
 Old records stay readable: every field added after the first release (``repeat``, ``quality``,
 ``telemetry``, ``loader``, ``profile``, ``memory_timeline``, the cell's ``auto_steps`` and ``device_ids``)
-may be absent. The fields that identify a cell (``REQUIRED_CELL_FIELDS``) every version wrote, so their
-absence means a damaged record and is refused rather than defaulted (a missing ``precision`` would
-otherwise read as 32-true and match the wrong baseline).
+may be absent. The fields that identify a cell (``REQUIRED_CELL_FIELDS``: the first release's matrix
+dimensions, declared beside the Cell in ``hpubench.cell``) every version wrote, so their absence means a
+damaged record and is refused rather than defaulted (a missing ``precision`` would otherwise read as
+32-true and match the wrong baseline).
 """
 
 from __future__ import annotations
@@ -19,17 +20,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from hpubench.cell import MODES, PRECISIONS
+from hpubench.cell import FIRST_RELEASE_DIMENSIONS, MODES, PRECISIONS
 
-REQUIRED_CELL_FIELDS: tuple[str, ...] = (
-    "workload",
-    "size",
-    "accelerator",
-    "devices",
-    "nodes",
-    "precision",
-    "mode",
-)
+REQUIRED_CELL_FIELDS: tuple[str, ...] = FIRST_RELEASE_DIMENSIONS
 # Metrics whose value may legitimately be NaN or infinite: a loss that diverged is a fact to record.
 _ANY_FLOAT = frozenset({"loss_first", "loss_last"})
 _METRIC_INTS = ("measured_steps", "warmup_steps", "samples_per_step")

@@ -1,11 +1,15 @@
-"""Session-wide result sets for the report and compare tests (tests/integration, tests/e2e)."""
+"""Session-wide result sets for the report and compare tests (tests/integration, tests/e2e), and the
+HLML double in process (``pyhlml``, for the contract and integration tests)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from hpudouble import fresh_pyhlml
 from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, write_run
 
 from hpubench.record import STATUS_FAILED
@@ -98,3 +102,9 @@ def hw_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "h100": write_run(root / "h100", h100),
         "evil": write_run(root / "evil", evil, hostname=f"host{PAYLOAD}"),
     }
+
+
+@pytest.fixture
+def pyhlml(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The pyhlml double, imported fresh (``hpudouble.fresh_pyhlml``)."""
+    yield from fresh_pyhlml(monkeypatch)

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 
 import pytest
-from contract_doubles import FAKES, FOREIGN, purge_double
+from contract_doubles import FAKES, FOREIGN
+from hpudouble import purge_double
 
 Load = Callable[..., ModuleType]
 

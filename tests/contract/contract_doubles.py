@@ -11,13 +11,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.nn.modules.module as module_mod
+from hpudouble import FAKES, FOREIGN
 
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ROOT = Path(__file__).resolve().parents[2]
-# Variables the doubles or the bridge read: a test starts from none of them.
-FOREIGN = ("PT_HPU", "HPUBENCH_FAKE", "HABANA_", "HLS_")
 
 WORKER = textwrap.dedent(
     """
@@ -64,27 +60,3 @@ def logged(path: Path, name: str) -> list[str]:
         return []
     lines = [line.split("\t", 1) for line in path.read_text().splitlines()]
     return [parts[1] if len(parts) > 1 else "" for parts in lines if parts[0] == name]
-
-
-def purge_double() -> None:
-    """Forget every imported piece of the double (cards released, HPU device retired, torch.Generator
-    restored)."""
-    cards = sys.modules.get("habana_frameworks._cards")
-    if cards is not None:
-        cards.release()
-    runtime = sys.modules.get("habana_frameworks._runtime")
-    if runtime is not None:
-        runtime.retire()  # torch sees no HPU device once the double is gone
-    torch.Generator = torch._C.Generator  # type: ignore[misc]
-    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
-    for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
-        del sys.modules[name]
-    if "habana_frameworks" in getattr(sys.modules.get("torch.hpu"), "__name__", ""):
-        del sys.modules["torch.hpu"]
-    if "habana_frameworks" in getattr(getattr(torch, "hpu", None), "__name__", ""):
-        delattr(torch, "hpu")
-    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "hpubench_double_hook", None)]
-    hook = getattr(module_mod, "_hpubench_double_lazy_hook", None)
-    if hook is not None:
-        hook.remove()
-        module_mod._hpubench_double_lazy_hook = None

@@ -5,32 +5,16 @@ when absent) before reading power."""
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
-from contract_doubles import FAKES, FOREIGN, double_env, run_worker
+from contract_doubles import FOREIGN, double_env, run_worker
 
 from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.telemetry import open_source
 
 BASE_W, STEP_W = 420.0, 50.0  # the double's module m draws BASE_W + m * STEP_W (5% ripple)
-
-
-@pytest.fixture
-def pyhlml(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    for key in [k for k in list(os.environ) if k.startswith(FOREIGN)]:
-        monkeypatch.delenv(key)
-    monkeypatch.syspath_prepend(str(FAKES))
-    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
-        monkeypatch.delitem(sys.modules, name)
-    import pyhlml as module
-
-    yield module
-    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
-        sys.modules.pop(name, None)
 
 
 def _handle_of_module(pyhlml: ModuleType, module: int) -> object:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,38 @@ def test_bad_arguments_are_one_line_and_exit_2(args: list[str]) -> None:
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: ")
+
+
+# One cell that fits anywhere, one whose memory estimate (~1.5 TiB) fits no device: what ``list cells`` and
+# ``run`` skip up front, the doctor must name too, with the estimate.
+FIT_MATRIX = (
+    'name = "fit"\nworkload = "mlp"\naccelerator = "{acc}"\nsteps = 3\nbatch_size = [64, 100000000]\n'
+)
+MEMORY_SKIP = re.compile(
+    r"^(?P<cell>\S+): needs ~(?P<needed>[\d.]+) GiB per device, (?P<available>[\d.]+) GiB available "
+    r"\(memory estimate"
+)
+
+
+@pytest.mark.parametrize(
+    ("acc", "double", "env", "available"),
+    [("cpu", False, {}, None), ("hpu", True, {"HPUBENCH_FAKE_HPU_NAME": "GAUDI"}, "32.0")],
+    ids=["cpu-machine", "gaudi-double"],
+)
+def test_cells_that_cannot_fit_in_device_memory_are_named_with_the_estimate(
+    tmp_path: Path, acc: str, double: bool, env: dict[str, str], available: str | None
+) -> None:
+    matrix = tmp_path / "fit.toml"
+    matrix.write_text(FIT_MATRIX.format(acc=acc))
+    proc = doctor("--json", "--matrix", str(matrix), double=double, **env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    plan = [f for f in json.loads(proc.stdout)["findings"] if f["section"] == "plan"]
+    assert plan[0]["detail"] == "--matrix fit: 2 cells, 1 would run, 1 skipped", plan
+    fits = [f for f in plan if f["check"] == "memory fit"]
+    assert len(fits) == 1, plan
+    m = MEMORY_SKIP.match(fits[0]["detail"])
+    assert m is not None, fits[0]["detail"]
+    assert m["cell"] == f"mlp/tiny/{acc}/1x1/32-true/eager/nographs/bs100000000"
+    assert float(m["needed"]) > 1000 > float(m["available"])
+    if available is not None:  # a first-generation Gaudi's HBM (C8)
+        assert m["available"] == available

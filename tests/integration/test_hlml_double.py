@@ -143,18 +143,6 @@ def test_hpu_profile_records_habana_profile_and_a_trace(records):
 # ---- the double itself, in process: the contract of shared/hpu-api.md --------------------------------------
 
 
-@pytest.fixture
-def pyhlml(monkeypatch):
-    monkeypatch.syspath_prepend(str(FAKES))
-    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
-        monkeypatch.delitem(sys.modules, name)
-    import pyhlml as module
-
-    yield module
-    for name in [m for m in sys.modules if m == "pyhlml" or m.startswith("pyhlml.")]:
-        sys.modules.pop(name, None)
-
-
 def test_the_double_follows_the_contract(pyhlml, monkeypatch):
     from pyhlml.hlml_error import HLMLError
 

@@ -19,14 +19,13 @@ from typing import Any
 
 import pytest
 import torch
-import torch.nn.modules.module as module_mod
+from hpudouble import FAKES, purge_double
 from torch import nn
 
 from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.errors import CellSkipped
 
-FAKES = Path(__file__).resolve().parents[1] / "fakes"
 GRAPH_APIS = ("wrap_in_hpu_graph", "ModuleCacher", "make_graphed_callables", "HPUGraph", "graph")
 DOUBLE_ENV = (
     "PT_HPU_LAZY_MODE",
@@ -38,37 +37,11 @@ DOUBLE_ENV = (
 Load = Callable[..., ModuleType]
 
 
-def _purge_double() -> None:
-    cards = sys.modules.get("habana_frameworks._cards")
-    if cards is not None:
-        cards.release()  # the card this process acquired (C5), or later workers could not have it
-    runtime = sys.modules.get("habana_frameworks._runtime")
-    if runtime is not None:
-        runtime.retire()  # its device runtime stays loaded, but torch sees no HPU any more
-    torch.Generator = torch._C.Generator  # the double's refusing Generator (C1) goes with it
-    torch.autocast = torch.amp.autocast_mode.autocast  # type: ignore[misc]  (C9 on first-gen)
-    for name in [n for n in sys.modules if n == "habana_frameworks" or n.startswith("habana_frameworks.")]:
-        del sys.modules[name]
-    if isinstance(sys.modules.get("torch.hpu"), ModuleType) and "habana_frameworks" in getattr(
-        sys.modules["torch.hpu"], "__name__", ""
-    ):
-        del sys.modules["torch.hpu"]
-    if "habana_frameworks" in getattr(getattr(torch, "hpu", None), "__name__", ""):
-        delattr(torch, "hpu")
-    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "hpubench_double_hook", None)]
-    # A lazy-mode double watches every module call through one global forward pre-hook; left behind, it
-    # would fire in later tests of this process (and fail there, the double's modules being gone).
-    hook = getattr(module_mod, "_hpubench_double_lazy_hook", None)
-    if hook is not None:
-        hook.remove()
-        module_mod._hpubench_double_lazy_hook = None
-
-
 @pytest.fixture
 def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Load]:
     """Import the double fresh with the given mode and knobs; returns ``habana_frameworks.torch.core``."""
     saved_env = dict(os.environ)
-    _purge_double()
+    purge_double()
     monkeypatch.syspath_prepend(str(FAKES))
 
     def _load(lazy_mode: str | None = None, name: str = "GAUDI2", count: int = 8, **extra: str) -> ModuleType:
@@ -79,11 +52,11 @@ def load(monkeypatch: pytest.MonkeyPatch) -> Iterator[Load]:
         os.environ["HPUBENCH_FAKE_HPU_NAME"] = name
         os.environ["HPUBENCH_FAKE_HPU_COUNT"] = str(count)
         os.environ.update(extra)
-        _purge_double()
+        purge_double()
         return importlib.import_module("habana_frameworks.torch.core")
 
     yield _load
-    _purge_double()
+    purge_double()
     os.environ.clear()
     os.environ.update(saved_env)
 
@@ -100,7 +73,7 @@ def _free_port() -> int:
 
 # ---- detection -----------------------------------------------------------------------------------------
 def test_not_available_without_the_double() -> None:
-    _purge_double()
+    purge_double()
     if importlib.util.find_spec("habana_frameworks") is not None:
         pytest.skip("a habana_frameworks package is importable here")
     assert HPUAccelerator.is_available() is False
@@ -450,7 +423,7 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
         textwrap.dedent(
             f"""
             import sys
-            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
             import torch
             from hpubench.core.accelerators.hpu import HPUAccelerator
             from habana_frameworks import _double

@@ -3,9 +3,10 @@ from dataclasses import replace
 import pytest
 
 from hpubench.autosteps import AutoSteps
-from hpubench.cell import Cell
+from hpubench.cell import DIMENSIONS, FIRST_RELEASE_DIMENSIONS, LATER_DIMENSIONS, Cell
 from hpubench.core.memory import MemoryStats
 from hpubench.record import CellResult, Metrics
+from hpubench.recordcheck import RecordError, check_record
 
 
 def test_key_is_stable_and_leaves_out_step_counts():
@@ -102,3 +103,19 @@ def test_auto_steps_cells_share_the_key_and_round_trip():
     old = Cell("mlp").to_dict()
     del old["auto_steps"]  # a record written before --steps auto existed
     assert Cell.from_dict(old) == Cell("mlp")
+
+
+def test_every_dimension_is_a_cell_field_and_only_the_first_releases_are_required():
+    """The record check reads its required fields from the cell's declaration: a dimension added later
+    may be absent from an old record (read as its default); one of the first release may not."""
+    written = Cell(workload="mlp").to_dict()
+    assert set(DIMENSIONS) <= set(written) and len(set(DIMENSIONS)) == len(DIMENSIONS)
+    for name in DIMENSIONS:
+        cell = {k: v for k, v in written.items() if k != name}
+        if name in FIRST_RELEASE_DIMENSIONS:
+            with pytest.raises(RecordError, match=f"cell.{name}"):
+                check_record({"cell": cell, "status": "ok"})
+        else:
+            assert name in LATER_DIMENSIONS
+            check_record({"cell": cell, "status": "ok"})
+            assert getattr(Cell.from_dict(cell), name) == getattr(Cell(workload="mlp"), name)

@@ -134,6 +134,19 @@ def test_plan_with_nothing_to_run_fails() -> None:
     assert plan_findings("full", 10, 0, [("no cpu device", 10)])[0].level == FAIL
 
 
+def test_memory_fit_skips_are_named_per_cell_and_an_unchecked_fit_warns() -> None:
+    reason = "needs ~40.0 GiB per device, 32.0 GiB available (memory estimate; see hpubench list cells)"
+    found = plan_findings("full", 3, 1, [("lazy mode exists only on HPU", 1)], [("mlp/tiny/hpu/bs9", reason)])
+    assert found[0].detail == "--matrix full: 3 cells, 1 would run, 2 skipped"
+    fits = [f for f in found if f.check == "memory fit"]
+    assert [(f.level, f.detail) for f in fits] == [(OK, f"mlp/tiny/hpu/bs9: {reason}")]
+    warned = plan_findings("full", 1, 1, [], memory_problem="the estimate probe failed: boom")
+    assert [(f.check, f.level) for f in warned] == [("cells", OK), ("memory fit", WARN)]
+    assert "boom" in warned[1].detail and warned[1].fix
+    # every cell skipped for memory leaves nothing to run: that fails like any empty plan
+    assert plan_findings("full", 1, 0, [], [("mlp/tiny/hpu/bs9", reason)])[0].level == FAIL
+
+
 # ---- Gaudi rules ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("raw", "in_force", "level"),

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hpubench import peaks
 from hpubench.cell import Cell
 from hpubench.core.accelerators import hpu_doctor, register
 from hpubench.core.accelerators.base import Accelerator, StepFn
@@ -84,6 +85,25 @@ def gaudi_generation(device_name: str) -> int | None:
         return 2
     if name.startswith("GAUDI"):
         return 1
+    return None
+
+
+def precision_refusal(precision: str, device_name: str) -> str | None:
+    """Why ``precision`` cannot run on a Gaudi named ``device_name``, or None (C9).
+
+    fp16 and fp8 are refused on first-generation Gaudi; fp8 runs through transformer_engine on Gaudi2+.
+    A name that says nothing (``""``) is never refused: the live device decides. One reason for the
+    planner's rule and the worker's live checks alike.
+    """
+    if gaudi_generation(device_name) != 1:
+        return None
+    if precision == "fp8":
+        return (
+            f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
+            "first-generation Gaudi"
+        )
+    if precision == "16-mixed":
+        return f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
     return None
 
 
@@ -181,17 +201,10 @@ class HPUAccelerator(Accelerator):
         Refusing on an unknown name would hide cells that may well run; the live device check
         (``check_precision``, ``graphed_step``) still catches them in the worker.
         """
-        gen = gaudi_generation(device_name)
-        first_gen = gen == 1
-        if cell.precision == "fp8" and first_gen:
-            return (
-                f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
-                "first-generation Gaudi"
-            )
-        if cell.precision == "16-mixed" and first_gen:
-            return (
-                f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
-            )
+        first_gen = gaudi_generation(device_name) == 1
+        refused = precision_refusal(cell.precision, device_name)
+        if refused is not None:
+            return refused
         if cell.graphs:
             if cell.mode == "compile":
                 return (
@@ -299,6 +312,18 @@ class HPUAccelerator(Accelerator):
 
         return str(hpu.get_device_name())
 
+    def memory_available(self) -> tuple[int, bool] | None:
+        """The card's HBM for its generation (C8: Gaudi 32 GiB, Gaudi2 96, Gaudi3 128), from the name.
+
+        Read at detection, which must not acquire a card (C5: the detection child would hold it while the
+        cells start); the usable ``memory_stats()["Limit"]`` is a little less, so only cells that could
+        not fit the whole card are skipped up front. None for a name the peak table does not know.
+        """
+        entry = peaks.entry_for(self.name, self.device_name())
+        if entry is None or entry.memory_gb is None:
+            return None
+        return int(entry.memory_gb * 1024**3), False
+
     # ---- runtime ---------------------------------------------------------------------------------
     def torch_device(self) -> torch.device:
         import habana_frameworks.torch.core  # noqa: F401  (registers the "hpu" device type)
@@ -390,9 +415,9 @@ class HPUAccelerator(Accelerator):
         """The matrix may have planned without knowing the generation; the live device name decides."""
         if precision not in ("fp8", "16-mixed"):
             return
-        name = self.device_name()
-        if gaudi_generation(name) == 1:
-            raise CellSkipped(f"{precision} is not available on first-generation Gaudi ({name})")
+        refused = precision_refusal(precision, self.device_name())
+        if refused is not None:
+            raise CellSkipped(refused)
 
     def mode_in_force(self, requested: str) -> str:
         """Read back from the bridge: an inherited PT_HPU_LAZY_MODE or a release default can override us.
@@ -463,9 +488,9 @@ class HPUAccelerator(Accelerator):
         projection inside ``nn.MultiheadAttention``) are used through their weights by their parents,
         so a replacement there would silently not run in fp8.
         """
-        name = self.device_name()
-        if gaudi_generation(name) == 1:
-            raise CellSkipped(f"fp8 training needs Gaudi2 or newer; {name} is a first-generation Gaudi")
+        refused = precision_refusal("fp8", self.device_name())
+        if refused is not None:
+            raise CellSkipped(refused)
         try:
             import habana_frameworks.torch.hpex.experimental.transformer_engine as te
         except ImportError as exc:

@@ -19,6 +19,13 @@ __all__ = ["CALLS", "is_lazy", "mark_step"]
 _LAZY_MODE_RAW = os.environ.get("PT_HPU_LAZY_MODE")
 _LAZY = _LAZY_MODE_RAW != "0"
 
+# The bridge sets HABANA_PROFILE to its light profiler when the variable is unset at load (hpu-api.md,
+# "Timing and profiling"): code reading it later never sees it unset. Remembered so that a test process
+# purging the double can take back what the double set (``hpudouble.purge_double``).
+PROFILE_ENV, PROFILE_DEFAULT = "HABANA_PROFILE", "profile_api_light"
+PROFILE_SET_BY_BRIDGE = PROFILE_ENV not in os.environ
+os.environ.setdefault(PROFILE_ENV, PROFILE_DEFAULT)
+
 
 def is_lazy() -> bool:
     record("core.is_lazy", str(_LAZY))
