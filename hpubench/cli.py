@@ -381,8 +381,7 @@ def run(
     the threads in force and the share of its CPUs other processes took while it measured.
     """
     from hpubench import api, cli_estimate
-    from hpubench.core.accelerators.cpu import validate_threads_env
-    from hpubench.core.accelerators.hpu import validate_op_list_env
+    from hpubench.core.accelerators import check_environment
     from hpubench.liveview import LiveView
 
     started = cli_estimate.now()
@@ -395,8 +394,7 @@ def run(
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     if not progress_every > 0:
         raise UsageError(f"--progress-every must be a positive number of seconds, got {progress_every}")
-    validate_op_list_env(os.environ)
-    validate_threads_env(os.environ)
+    check_environment(os.environ)
     import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
     run_options = _run_options(
         profile=profile,

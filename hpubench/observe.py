@@ -44,7 +44,7 @@ class Observation:
         # (the memory snapshot after the measured steps still covers it).
         self.timeline = MemoryTimeline(acc.memory_stats, options.memory_every, cell.steps or 0)
         self.monitor = (
-            Monitor(acc.name, acc.telemetry_id(), options.telemetry_interval_s) if options.telemetry else None
+            Monitor(acc.telemetry_source, options.telemetry_interval_s) if options.telemetry else None
         )
         self.compiles = CompileWindow(acc.compile_counters())  # steady-state proof, on every cell
         self.loader: LoaderSplit | None = None
@@ -111,7 +111,7 @@ class Observation:
                     step,
                     lambda: next(source),
                     self.acc.synchronize,
-                    self.acc.name,
+                    self.acc,
                     opts.profile,
                     path,
                     rel,

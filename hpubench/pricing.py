@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpubench.core import accelerators
 from hpubench.errors import UsageError
 from hpubench.peaks import DTYPES, PEAKS, PeakEntry, PeakFigure, device_matches, entry_for, mfu, peak_for
 from hpubench.record import CellResult
@@ -241,7 +242,6 @@ _PEAK_KEYS: dict[str, type | tuple[type, ...]] = {
     "per": str,
     "notes": str,
 }
-_ACCELERATORS = ("hpu", "cuda", "cpu")
 
 
 class _Bad(Exception):
@@ -284,8 +284,9 @@ def _common(
             if key not in table:
                 raise _Bad(f"new entry {table['name']!r} needs {key!r} (or use the name of a default entry)")
     if "accelerator" in table:
-        if table["accelerator"] not in _ACCELERATORS:
-            raise _Bad(f"accelerator = {table['accelerator']!r}: expected one of {', '.join(_ACCELERATORS)}")
+        known = accelerators.names()  # the registry: a third party's accelerator can be priced too
+        if table["accelerator"] not in known:
+            raise _Bad(f"accelerator = {table['accelerator']!r}: expected one of {', '.join(known)}")
         out["accelerator"] = table["accelerator"]
     if "match" in table:
         try:

@@ -13,13 +13,12 @@ The record types here import no torch: the results store reads them on every CLI
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hpubench.runoptions import ProfileOptions
 
@@ -29,8 +28,6 @@ if TYPE_CHECKING:
     from workloads.base import Batch
 
 TRACES_DIR = "traces"
-HABANA_PROFILE_ENV = "HABANA_PROFILE"
-HABANA_PROFILE_DEFAULT = "profile_api_light"  # what the bridge sets when HABANA_PROFILE is unset
 # Our own ranges mark the step and its data fetch in the trace; as table rows they would only repeat
 # the step time. "ProfilerStep*" is the profiler's own per-step range.
 _HIDDEN_PREFIXES = ("ProfilerStep", "hpubench::")
@@ -95,28 +92,6 @@ def trace_file_name(key: str) -> str:
 
 def trace_relpath(key: str) -> str:
     return f"{TRACES_DIR}/{trace_file_name(key)}"
-
-
-# ---- activities -------------------------------------------------------------------------------------------
-
-
-def activities_for(accelerator: str) -> tuple[list[Any], list[str], list[str]]:
-    """(activities, their names, notes). HPU's activity only where this torch has it after the bridge."""
-    from torch.profiler import ProfilerActivity
-
-    acts = [ProfilerActivity.CPU]
-    notes: list[str] = []
-    if accelerator == "cuda":
-        acts.append(ProfilerActivity.CUDA)
-    elif accelerator == "hpu":
-        import habana_frameworks.torch.core  # noqa: F401  (the bridge adds ProfilerActivity.HPU)
-
-        hpu = getattr(ProfilerActivity, "HPU", None)
-        if hpu is None:
-            notes.append("torch.profiler.ProfilerActivity has no HPU member: only host (CPU) activity traced")
-        else:
-            acts.append(hpu)
-    return acts, [a.name for a in acts], notes
 
 
 # ---- the operator table (pure: works on anything shaped like key_averages() entries) --------------------
@@ -191,27 +166,19 @@ def op_table(
 # ---- the profiled pass -------------------------------------------------------------------------------------
 
 
-def habana_profile_in_force(value: str | None) -> tuple[str, str | None]:
-    """The Gaudi profiler in force given ``HABANA_PROFILE`` as this process reads it, and a note when it
-    is the bridge's default.
+class ProfiledDevice(Protocol):
+    """What profiling asks of the accelerator (``hpubench.core.accelerators.base.Accelerator``)."""
 
-    The bridge sets the variable to its default when it is unset at load (hpu-api.md), so a cell, which
-    reads it after the bridge loaded, sees the default rather than "unset"; where the bridge's setting
-    does not reach ``os.environ`` the variable still reads unset. Both mean the default is in force.
-    """
-    if value is None or value == HABANA_PROFILE_DEFAULT:
-        return HABANA_PROFILE_DEFAULT, (
-            f"HABANA_PROFILE={HABANA_PROFILE_DEFAULT}: the bridge's default Gaudi profiler is in force "
-            "(the one it sets when HABANA_PROFILE is unset); set HABANA_PROFILE to choose another"
-        )
-    return value, None
+    def profiler_activities(self) -> tuple[list[Any], list[str]]: ...
+
+    def profiler_setting(self) -> tuple[str | None, str | None]: ...
 
 
 def profile_steps(
     step: Callable[[Batch], torch.Tensor],
     next_batch: Callable[[], Batch],
     synchronize: Callable[[], None],
-    accelerator: str,
+    device: ProfiledDevice,
     options: ProfileOptions,
     trace_path: Path | None,
     trace_relpath: str | None = None,
@@ -220,11 +187,10 @@ def profile_steps(
     """Run ``options.total_steps`` steps under torch.profiler; trace and table cover the active ones."""
     from torch.profiler import profile, record_function, schedule
 
-    acts, act_names, notes = activities_for(accelerator)
-    habana_profile = None
-    if accelerator == "hpu":
-        habana_profile, note = habana_profile_in_force(os.environ.get(HABANA_PROFILE_ENV))
-        notes += [note] if note else []
+    acts, notes = device.profiler_activities()
+    act_names = [a.name for a in acts]
+    habana_profile, note = device.profiler_setting()
+    notes += [note] if note else []
     exported: list[str] = []
 
     def on_ready(prof: Any) -> None:

@@ -167,7 +167,7 @@ def _run(
     )
     batches = [precision.cast_batch(b, prepared.input_dtype) for b in drawn]
 
-    optimizer = make_optimizer(workload, model, capturable=cell.graphs and cell.accelerator == "cuda")
+    optimizer = make_optimizer(workload, model, capturable=acc.optimizer_capturable(cell.graphs))
     make_step = step_factory(workload, optimizer, prepared, acc)
     step = build_step(cell, model, make_step, acc, batches[0], runtime)
     # Workload options the harness implements (extra_work: a planted, calibrated slowdown).
@@ -257,7 +257,7 @@ def _run(
                 device,
                 lambda b: precision.cast_batch(b, prepared.input_dtype),
                 SEED + 1,
-                pin_memory=cell.accelerator == "cuda",
+                pin_memory=acc.pin_host_batches,
             ),
             sum(times.measured_s) / len(times.measured_s),
             runtime,

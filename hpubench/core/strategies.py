@@ -164,9 +164,7 @@ class DDP(Strategy):
         self.threads = torch.get_num_threads()
         acc.setup()
         backend = acc.dist_backend
-        if backend == "hccl":
-            # Registers the "hccl" process-group backend (shared/hpu-api.md, Distributed).
-            import habana_frameworks.torch.distributed.hccl  # noqa: F401
+        acc.before_process_group()
         dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=self.timeout_s))
         if dist.get_world_size() != self.world_size or dist.get_rank() != self.rank:
             raise RuntimeError(
@@ -174,10 +172,10 @@ class DDP(Strategy):
                 f"expected rank {self.rank} of {self.world_size}"
             )
         self.backend = str(dist.get_backend())
-        if acc.name == "cuda":
-            # nccl: one device per process, named explicitly so DDP and barrier never guess.
-            self._device_ids = [acc.index]
-            self._barrier_ids = [acc.index]
+        ids = acc.process_group_device_ids()
+        if ids is not None:
+            self._device_ids = ids
+            self._barrier_ids = ids
 
     def wrap_model(self, model: nn.Module) -> nn.Module:
         from torch.nn.parallel import DistributedDataParallel

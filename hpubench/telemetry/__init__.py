@@ -1,8 +1,9 @@
 """Power, energy, utilisation and temperature while the measured steps run, one source per device kind.
 
-HPU: HLML (``habana-pyhlml``); CUDA: NVML (``nvidia-ml-py``); CPU: RAPL counters under
-``/sys/class/powercap``. Each is optional and imported lazily: a missing package, driver or permission
-makes the cell's telemetry *absent with a reason*, never zero and never a failed cell.
+Each accelerator names its source (``Accelerator.telemetry_source``): HPU HLML (``habana-pyhlml``), CUDA
+NVML (``nvidia-ml-py``), CPU RAPL counters under ``/sys/class/powercap``. Each is optional and imported
+lazily: a missing package, driver or permission makes the cell's telemetry *absent with a reason*, never
+zero and never a failed cell.
 
 Importing this package imports no device library and no torch (the result store reads these records).
 """
@@ -24,41 +25,8 @@ __all__ = [
     "TelemetrySource",
     "TelemetryUnavailable",
     "absent",
-    "open_source",
     "summarise",
 ]
-
-
-def _hlml(module: int) -> TelemetrySource:
-    from hpubench.telemetry.hlml import HLMLSource
-
-    return HLMLSource(module)
-
-
-def _nvml(index: int) -> TelemetrySource:
-    from hpubench.telemetry.nvml import NVMLSource
-
-    return NVMLSource(index)
-
-
-def _rapl(index: int) -> TelemetrySource:
-    from hpubench.telemetry.rapl import RAPLSource
-
-    return RAPLSource()
-
-
-SOURCES: dict[str, Callable[[int], TelemetrySource]] = {"hpu": _hlml, "cuda": _nvml, "cpu": _rapl}
-
-
-def open_source(accelerator: str, index: int = 0) -> TelemetrySource:
-    """The telemetry source for ``accelerator``'s device ``index``; raises TelemetryUnavailable.
-
-    ``index`` is what ``Accelerator.telemetry_id`` gives: the device index, on HPU the module id.
-    """
-    factory = SOURCES.get(accelerator)
-    if factory is None:
-        raise TelemetryUnavailable(f"no telemetry source for accelerator {accelerator!r}")
-    return factory(index)
 
 
 class Monitor:
@@ -68,19 +36,14 @@ class Monitor:
     measured window; ``start``/``stop`` bracket exactly the measured steps.
     """
 
-    def __init__(
-        self,
-        accelerator: str,
-        index: int,
-        interval_s: float,
-        opener: Callable[[], TelemetrySource] | None = None,
-    ) -> None:
+    def __init__(self, opener: Callable[[], TelemetrySource], interval_s: float) -> None:
+        """``opener`` is the accelerator's ``telemetry_source`` (HLML, NVML, RAPL: one per device kind)."""
         self.interval_s = interval_s
         self.source: TelemetrySource | None = None
         self.reason: str | None = None
         self.sampler: Sampler | None = None
         try:
-            self.source = opener() if opener is not None else open_source(accelerator, index)
+            self.source = opener()
         except TelemetryUnavailable as exc:
             self.reason = str(exc)
         except Exception as exc:  # a broken library install is "absent", not a failed benchmark

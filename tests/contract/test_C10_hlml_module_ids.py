@@ -12,7 +12,6 @@ from contract_doubles import FOREIGN, double_env, run_worker
 
 from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
-from hpubench.telemetry import open_source
 
 BASE_W, STEP_W = 420.0, 50.0  # the double's module m draws BASE_W + m * STEP_W (5% ripple)
 
@@ -37,8 +36,9 @@ def test_the_double_numbers_handles_apart_from_modules(pyhlml) -> None:
 
 
 @pytest.mark.parametrize("module", [0, 3, 7])
-def test_hpu_telemetry_reads_the_power_of_its_own_module(pyhlml, module: int) -> None:
-    source = open_source("hpu", module)  # for HPU the id is a module id
+def test_hpu_telemetry_reads_the_power_of_its_own_module(pyhlml, monkeypatch, module: int) -> None:
+    monkeypatch.setenv("HLS_MODULE_ID", str(module))  # what hpubench gives the process of that card (C4)
+    source = HPUAccelerator(0).telemetry_source()
     try:
         got = source.read().power_w
         pyhlml.hlmlInit()  # the double shares its state: already initialised by the source
@@ -51,7 +51,8 @@ def test_hpu_telemetry_reads_the_power_of_its_own_module(pyhlml, module: int) ->
 
 def test_without_the_module_id_query_the_index_is_assumed_and_noted(pyhlml, monkeypatch) -> None:
     monkeypatch.delattr(pyhlml, "hlmlDeviceGetModuleID")
-    source = open_source("hpu", 2)
+    monkeypatch.setenv("HLS_MODULE_ID", "2")
+    source = HPUAccelerator(0).telemetry_source()
     try:
         assert source.read().power_w is not None
     finally:

@@ -7,7 +7,8 @@ import pytest
 import torch
 from contract_doubles import double_env, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator, gaudi_generation
+from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.core.accelerators.hpu_rules import gaudi_generation
 
 
 @pytest.mark.parametrize(

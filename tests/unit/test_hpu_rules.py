@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from hpubench.cell import MODES, PRECISIONS, Cell
 from hpubench.core.accelerators import fork_server_env, get
-from hpubench.core.accelerators.hpu import (
+from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.core.accelerators.hpu_rules import (
     FP32_LIST_ENV,
     LOWER_LIST_ENV,
-    HPUAccelerator,
     gaudi_generation,
     validate_op_list_env,
 )

@@ -100,7 +100,7 @@ def test_unreadable_rapl_counters_are_absent_not_zero(powercap, monkeypatch):
     with pytest.raises(TelemetryUnavailable, match="root-only"):
         RAPLSource(powercap)
     # through the Monitor, the cell records the reason and no figure at all
-    monitor = Monitor("cpu", 0, 0.01, opener=lambda: RAPLSource(powercap))
+    monitor = Monitor(lambda: RAPLSource(powercap), 0.01)
     monitor.start()
     monitor.stop()
     result = monitor.result(steps=10, samples_per_step=64)
@@ -230,7 +230,7 @@ def test_sampler_polls_in_the_background_and_brackets_the_window():
 
 def test_a_failing_source_never_breaks_the_run():
     src = CountingSource(fail_after=2)
-    monitor = Monitor("x", 0, 0.005, opener=lambda: src)
+    monitor = Monitor(lambda: src, 0.005)
     monitor.start()
     time.sleep(0.05)
     monitor.stop()
@@ -261,8 +261,11 @@ def test_a_field_that_fails_once_is_not_polled_again():
     assert src.power_calls == 1 and "not supported" in src.errors["power"]
 
 
-def test_monitor_for_an_unknown_accelerator_is_absent():
-    r = Monitor("tpu", 0, 0.1).result(steps=1, samples_per_step=1)
+def test_monitor_for_a_device_without_telemetry_is_absent():
+    def no_source():
+        raise TelemetryUnavailable("no telemetry source for tpu")  # Accelerator.telemetry_source's default
+
+    r = Monitor(no_source, 0.1).result(steps=1, samples_per_step=1)
     assert r.source is None and "tpu" in r.absent_reason
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from hpubench.core.accelerators.base import Accelerator, release_all
 
-__all__ = ["Accelerator", "fork_server_env", "get", "names", "register", "release_all"]
+__all__ = ["Accelerator", "check_environment", "fork_server_env", "get", "names", "register", "release_all"]
 
 _REGISTRY: dict[str, type[Accelerator]] = {}
 
@@ -27,6 +29,12 @@ def fork_server_env() -> dict[str, str]:
     for cls in _REGISTRY.values():
         env.update(cls.fork_server_env())
     return env
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Every accelerator's ``check_environment``: the first bad setting raises its one-line UsageError."""
+    for cls in _REGISTRY.values():
+        cls.check_environment(environ)
 
 
 def names() -> list[str]:

@@ -18,6 +18,7 @@ from hpubench.conditions import plan_threads
 from hpubench.core.compilecount import CompileCounter, DynamoCounter
 from hpubench.core.memory import MemoryStats
 from hpubench.doctor import DeviceFacts, Finding, device_findings
+from hpubench.telemetry.base import TelemetrySource, TelemetryUnavailable
 
 if TYPE_CHECKING:
     import torch
@@ -35,6 +36,8 @@ class Accelerator(ABC):
     autocast_device_type: ClassVar[str]
     auto_priority: ClassVar[int]  # "auto" picks the available accelerator with the highest priority
     graph_capture_name: ClassVar[str | None] = None  # "HPU graphs", "CUDA graphs"; None: not available
+    # Host batches (--loader host) in page-locked memory, where that makes the copy to the device faster.
+    pin_host_batches: ClassVar[bool] = False
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
@@ -59,6 +62,11 @@ class Accelerator(ABC):
     def env_before_import(cls, cell: Cell) -> dict[str, str]:
         """Environment a worker must have *before* importing the device's framework for this cell."""
         return {}
+
+    @classmethod
+    def check_environment(cls, environ: Mapping[str, str]) -> None:
+        """Refuse (``UsageError``, one line) environment settings of this device kind that cannot work,
+        before any worker starts: a bad value would otherwise fail inside every cell."""
 
     @classmethod
     def fork_server_env(cls) -> dict[str, str]:
@@ -132,8 +140,12 @@ class Accelerator(ABC):
         return self.torch_device()
 
     def telemetry_id(self) -> int:
-        """How this process's device is named to the telemetry source (``hpubench.telemetry.open_source``)."""
+        """How this process's device is named to its telemetry source (:meth:`telemetry_source`)."""
         return self.index
+
+    def telemetry_source(self) -> TelemetrySource:
+        """Power/energy readings for this process's device; raises ``TelemetryUnavailable`` where none."""
+        raise TelemetryUnavailable(f"no telemetry source for {self.name}")
 
     def setup(self) -> None:
         """Make ``self.index`` the current device of this process."""
@@ -216,6 +228,28 @@ class Accelerator(ABC):
         from hpubench.errors import CellSkipped
 
         raise CellSkipped(f"no supported fp8 training path on {self.name}")
+
+    def optimizer_capturable(self, graphs: bool) -> bool:
+        """Whether the optimizer must keep its state capturable: a captured graph that holds the
+        optimizer step needs it (CUDA graphs), a device whose graphs leave the step outside does not."""
+        return False
+
+    def before_process_group(self) -> None:
+        """What must happen before ``init_process_group(self.dist_backend)`` (e.g. registering it)."""
+
+    def process_group_device_ids(self) -> list[int] | None:
+        """Devices to name to DDP and barrier explicitly (None: the backend needs none)."""
+        return None
+
+    def profiler_activities(self) -> tuple[list[Any], list[str]]:
+        """torch.profiler activities for this device and notes on what cannot be traced."""
+        from torch.profiler import ProfilerActivity  # deferred: runtime half (module docstring)
+
+        return [ProfilerActivity.CPU], []
+
+    def profiler_setting(self) -> tuple[str | None, str | None]:
+        """The device profiler's configuration in force while profiling, and a note about it (or None)."""
+        return None, None
 
     def grad_scaler(self) -> Any | None:
         """A gradient scaler for fp16 mixed precision, or None where the device does not need one."""

@@ -13,6 +13,8 @@ from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
+from hpubench.telemetry.base import TelemetrySource
+from hpubench.telemetry.rapl import RAPLSource
 
 if TYPE_CHECKING:
     import torch
@@ -87,6 +89,13 @@ class CPUAccelerator(Accelerator):
         import psutil
 
         return int(psutil.virtual_memory().available), True
+
+    @classmethod
+    def check_environment(cls, environ: Mapping[str, str]) -> None:
+        validate_threads_env(environ)
+
+    def telemetry_source(self) -> TelemetrySource:
+        return RAPLSource()
 
     def torch_device(self) -> torch.device:
         import torch

@@ -14,6 +14,8 @@ from hpubench.core.compilecount import CompileCounter, EventCounter
 from hpubench.core.memory import MemoryStats
 from hpubench.doctor import DeviceFacts, Finding, device_findings
 from hpubench.errors import CellSkipped
+from hpubench.telemetry.base import TelemetrySource
+from hpubench.telemetry.nvml import NVMLSource
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +30,7 @@ class CUDAAccelerator(Accelerator):
     dist_backend = "nccl"
     autocast_device_type = "cuda"
     auto_priority = 10
+    pin_host_batches = True
     graph_capture_name = "CUDA graphs"
 
     def __init__(self, index: int = 0) -> None:
@@ -117,6 +120,20 @@ class CUDAAccelerator(Accelerator):
         import torch
 
         return int(torch.cuda.get_device_properties(self.index).total_memory), False
+
+    def telemetry_source(self) -> TelemetrySource:
+        return NVMLSource(self.telemetry_id())
+
+    def optimizer_capturable(self, graphs: bool) -> bool:
+        return graphs  # the captured graph holds the optimizer step
+
+    def process_group_device_ids(self) -> list[int] | None:
+        return [self.index]  # nccl: one device per process, named so DDP and barrier never guess
+
+    def profiler_activities(self) -> tuple[list[Any], list[str]]:
+        from torch.profiler import ProfilerActivity  # deferred: runtime half
+
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA], []
 
     def torch_device(self) -> torch.device:
         import torch

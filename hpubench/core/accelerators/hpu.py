@@ -20,10 +20,25 @@ from hpubench import peaks
 from hpubench.cell import Cell
 from hpubench.core.accelerators import hpu_doctor, register
 from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.accelerators.hpu_rules import (
+    ENV_FLAG_PREFIXES,
+    HABANA_PROFILE_ENV,
+    MODULE_ID_ENV,
+    VISIBLE_MODULES_ENV,
+    gaudi_generation,
+    habana_profile_in_force,
+    module_for,
+    op_list_env,
+    precision_refusal,
+    validate_op_list_env,
+    visible_modules,
+)
 from hpubench.core.compilecount import CompileCounter, Unavailable
 from hpubench.core.memory import MemoryStats
 from hpubench.doctor import DeviceFacts, Finding
-from hpubench.errors import CellSkipped, UsageError
+from hpubench.errors import CellSkipped
+from hpubench.telemetry.base import TelemetrySource
+from hpubench.telemetry.hlml import HLMLSource
 
 if TYPE_CHECKING:
     import torch
@@ -34,16 +49,6 @@ BRIDGE_MODULE = "habana_frameworks.torch"
 BRIDGE_CLEANUP = ("habana_frameworks.torch._hpu_C", "cleanup")
 LAZY_MODE_ENV = hpu_doctor.LAZY_MODE_ENV
 AUTOLOAD_ENV = hpu_doctor.AUTOLOAD_ENV
-LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
-FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
-# The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
-# sets both, because it is the one the library actually reads.
-OP_LIST_ALIASES: dict[str, str] = {LOWER_LIST_ENV: "LOWER_LIST", FP32_LIST_ENV: "FP32_LIST"}
-
-ENV_FLAG_PREFIXES: tuple[str, ...] = ("PT_HPU_", "HABANA_", "HLS_")
-VISIBLE_MODULES_ENV = "HABANA_VISIBLE_MODULES"
-MODULE_ID_ENV = "HLS_MODULE_ID"
-
 # optimum-habana's setting for use_hpu_graphs_for_training; enough for one input shape per phase.
 MODULE_CACHER_MAX_GRAPHS = 10
 # The FP8 GEMMs want both matrix dimensions aligned to 16; other layers stay in higher precision.
@@ -70,113 +75,6 @@ class BridgeGraphCompilations(CompileCounter):
 
     def snapshot(self) -> dict[str, int]:
         return {"hpu_graph_compilations": int(dict(self._metric.stats())["TotalNumber"])}
-
-
-def gaudi_generation(device_name: str) -> int | None:
-    """1, 2 or 3 from a name like ``"GAUDI2C"``; None when the name says nothing (e.g. ``""``).
-
-    Matched with ``startswith`` from the newest generation down, because ``"GAUDI2B"`` starts with
-    ``"GAUDI"`` too and variants (B/C/D suffixes) keep appearing.
-    """
-    name = device_name.strip().upper()
-    if name.startswith("GAUDI3"):
-        return 3
-    if name.startswith("GAUDI2"):
-        return 2
-    if name.startswith("GAUDI"):
-        return 1
-    return None
-
-
-def precision_refusal(precision: str, device_name: str) -> str | None:
-    """Why ``precision`` cannot run on a Gaudi named ``device_name``, or None (C9).
-
-    fp16 and fp8 are refused on first-generation Gaudi; fp8 runs through transformer_engine on Gaudi2+.
-    A name that says nothing (``""``) is never refused: the live device decides. One reason for the
-    planner's rule and the worker's live checks alike.
-    """
-    if gaudi_generation(device_name) != 1:
-        return None
-    if precision == "fp8":
-        return (
-            f"fp8 training needs Gaudi2 or newer (transformer_engine); {device_name} is a "
-            "first-generation Gaudi"
-        )
-    if precision == "16-mixed":
-        return f"fp16 (16-mixed) is not available on first-generation Gaudi ({device_name}); use bf16-mixed"
-    return None
-
-
-def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
-    """The module ids ``HABANA_VISIBLE_MODULES`` lists, in order; empty when unset (every module)."""
-    raw = environ.get(VISIBLE_MODULES_ENV, "").strip()
-    if not raw:
-        return ()
-    try:
-        ids = tuple(int(part) for part in raw.split(",") if part.strip())
-    except ValueError:
-        ids = ()
-    if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
-        raise UsageError(
-            f"{VISIBLE_MODULES_ENV}={raw!r} is not a list of distinct module ids; "
-            "write e.g. 4,5,6,7 or unset it"
-        )
-    return ids
-
-
-def module_for(device_index: int, environ: Mapping[str, str]) -> int:
-    """The module id behind device index ``device_index`` (contract C4): the index-th visible module."""
-    visible = visible_modules(environ)
-    if not visible:
-        return device_index
-    if not 0 <= device_index < len(visible):
-        raise UsageError(
-            f"device index {device_index} is out of range: {VISIBLE_MODULES_ENV} names {len(visible)} "
-            f"module(s) ({','.join(map(str, visible))}); use indices below {len(visible)} or widen the list"
-        )
-    return visible[device_index]
-
-
-def op_list_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The autocast op-list variables to hand to a worker, under the names the bridge reads.
-
-    Paths become absolute so a worker started in another directory still finds the files.
-    """
-    out: dict[str, str] = {}
-    for target, alias in OP_LIST_ALIASES.items():
-        value = environ.get(target) or environ.get(alias)
-        if value:
-            out[target] = os.path.abspath(value)
-    return out
-
-
-def validate_op_list_env(environ: Mapping[str, str] | None = None) -> None:
-    """Fail before any worker starts when an op-list file cannot be used.
-
-    The bridge reads these files once at library load inside each worker; a bad path there would show up
-    as a crash (or a silently ignored list) in every HPU cell instead of one clear message up front.
-    """
-    env = os.environ if environ is None else environ
-    for target, alias in OP_LIST_ALIASES.items():
-        if env.get(target) and env.get(alias) and env[target] != env[alias]:
-            raise UsageError(
-                f"both {target} and {alias} are set, to different files ({env[target]} and {env[alias]}); "
-                f"they name the same op list: unset one of them"
-            )
-        var = target if env.get(target) else alias
-        path = env.get(var)
-        if not path:
-            continue
-        fix = f"point {var} at a text file with one op name per line, or unset it"
-        if not os.path.isfile(path):
-            raise UsageError(f"{var}={path}: op-list file does not exist; {fix}")
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{var}={path}: op-list file is unreadable ({exc}); {fix}") from None
-        if not text.strip():
-            raise UsageError(f"{var}={path}: op-list file is empty; {fix}")
 
 
 @register
@@ -325,6 +223,29 @@ class HPUAccelerator(Accelerator):
         return int(entry.memory_gb * 1024**3), False
 
     # ---- runtime ---------------------------------------------------------------------------------
+    @classmethod
+    def check_environment(cls, environ: Mapping[str, str]) -> None:
+        validate_op_list_env(environ)
+
+    def telemetry_source(self) -> TelemetrySource:
+        return HLMLSource(self.telemetry_id())
+
+    def before_process_group(self) -> None:
+        import habana_frameworks.torch.distributed.hccl  # noqa: F401  (registers "hccl", contract C11)
+
+    def profiler_activities(self) -> tuple[list[Any], list[str]]:
+        import habana_frameworks.torch.core  # noqa: F401  (the bridge adds ProfilerActivity.HPU)
+        from torch.profiler import ProfilerActivity
+
+        hpu = getattr(ProfilerActivity, "HPU", None)
+        if hpu is None:
+            note = "torch.profiler.ProfilerActivity has no HPU member: only host (CPU) activity traced"
+            return [ProfilerActivity.CPU], [note]
+        return [ProfilerActivity.CPU, hpu], []
+
+    def profiler_setting(self) -> tuple[str | None, str | None]:
+        return habana_profile_in_force(os.environ.get(HABANA_PROFILE_ENV))
+
     def torch_device(self) -> torch.device:
         import habana_frameworks.torch.core  # noqa: F401  (registers the "hpu" device type)
         import torch
