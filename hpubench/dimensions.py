@@ -60,6 +60,7 @@ class Dimension:
     check: Check | None = None  # a validity check needing other dimensions' values
     resolve: Resolve | None = None  # None: the value itself becomes the cell field
     rules: tuple[Rule, ...] = ()  # skip rules; a rule reading several dimensions sits on the last
+    matches: Callable[[Any, Any], bool] | None = None  # (cell, an exclude's value); None: value equals
 
     @property
     def cli_flags(self) -> tuple[str, ...]:
@@ -219,6 +220,7 @@ BUILTIN: tuple[Dimension, ...] = (
         key=lambda c: [f"{c.devices}x{c.nodes}"],  # the nodes count shares this part
         text=v.devices_text,
         resolve=v.resolve_devices,
+        matches=v.devices_match,
         rules=(v.too_many_devices,),
     ),
     Dimension("nodes", "Number of nodes.", v.parse_nodes, 1, column=None, key=lambda c: [], text=v.int_text),

@@ -249,6 +249,13 @@ def resolve_devices(v: Any, cell: Mapping[str, Any], ctx: Context) -> list[dict[
     return [{"devices": int(v), "device_ids": None}]
 
 
+def devices_match(cell: Any, v: Any) -> bool:
+    """An exclude's devices value: a count matches the cell's count, an index list its device indices."""
+    if isinstance(v, tuple):
+        return v == (cell.device_ids if cell.device_ids is not None else tuple(range(cell.devices)))
+    return v == cell.devices
+
+
 def no_device(cell: Any, inventory: Inventory) -> str | None:
     return None if inventory.count(cell.accelerator) else f"no {cell.accelerator} device on this machine"
 
