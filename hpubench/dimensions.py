@@ -54,6 +54,7 @@ class Dimension:
     text: Callable[[str], object] = _keep  # one command-line string -> the value TOML would hold
     many: Callable[[list[str]], list[object]] | None = None  # all strings of the flag at once
     split: bool = True  # command-line values may be comma-separated
+    example: str = ""  # one good command-line value, for error messages
     hardware: bool = False  # part of the hardware: left out of ``Cell.match_key``
     meta: tuple[str, ...] = ()  # values resolved at expansion ("all", "auto"), not names
     names: Callable[[Context], Sequence[str]] | None = None  # the valid concrete values here
@@ -96,8 +97,15 @@ class Dimension:
                 self.parse(raw)
             except BadValue as e:
                 shown = texts[i] if len(raws) == len(texts) else " ".join(texts)
-                raise UsageError(f"{self.cli_flags[0]} {shown!r}: {e}") from None
+                raise UsageError(f"{self.cli_flags[0]} {shown!r}: {self._on_command_line(str(e))}") from None
         return raws
+
+    def _on_command_line(self, message: str) -> str:
+        """A parser's message with its matrix-file example ("e.g. nodes = 1") given as a flag instead."""
+        head, sep, tail = message.rpartition(", e.g. ")
+        if not sep or " = " not in tail:
+            return message
+        return f"{head}; e.g. {self.cli_flags[0]} {self.example}" if self.example else head
 
 
 # ---- the registry -----------------------------------------------------------------------------------
@@ -186,6 +194,7 @@ BUILTIN: tuple[Dimension, ...] = (
         meta=("all",),
         names=v.workload_names,
         resolve=v.resolve_workloads,
+        example="mlp",
     ),
     Dimension(
         "size",
@@ -195,6 +204,7 @@ BUILTIN: tuple[Dimension, ...] = (
         key=lambda c: [c.size],
         check=v.check_sizes,
         resolve=v.resolve_sizes,
+        example="tiny",
     ),
     Dimension(
         "accelerator",
@@ -209,6 +219,7 @@ BUILTIN: tuple[Dimension, ...] = (
         names=v.accelerator_names,
         resolve=v.resolve_accelerators,
         rules=(v.no_device,),
+        example="cpu",
     ),
     Dimension(
         "devices",
@@ -222,8 +233,18 @@ BUILTIN: tuple[Dimension, ...] = (
         resolve=v.resolve_devices,
         matches=v.devices_match,
         rules=(v.too_many_devices,),
+        example="2",
     ),
-    Dimension("nodes", "Number of nodes.", v.parse_nodes, 1, column=None, key=lambda c: [], text=v.int_text),
+    Dimension(
+        "nodes",
+        "Number of nodes.",
+        v.parse_nodes,
+        1,
+        column=None,
+        key=lambda c: [],
+        text=v.int_text,
+        example="2",
+    ),
     Dimension(
         "precision",
         ", ".join(PRECISIONS) + ".",
@@ -247,6 +268,7 @@ BUILTIN: tuple[Dimension, ...] = (
         key=lambda c: ["graphs" if c.graphs else "nographs"],
         text=v.graphs_text,
         rules=(v.graphs_with_several_ranks, v.accelerator_refuses),  # these read graphs last
+        example="on",
     ),
     Dimension(
         "batch_size",
@@ -257,6 +279,7 @@ BUILTIN: tuple[Dimension, ...] = (
         column="Batch",
         key=lambda c: [f"bs{c.batch_size}" if c.batch_size is not None else "bsdefault"],
         text=v.batch_text,
+        example="32",
     ),
     Dimension(
         "options",
@@ -269,6 +292,7 @@ BUILTIN: tuple[Dimension, ...] = (
         key=lambda c: [f"{name}={value}" for name, value in c.options],
         many=v.option_flags,
         split=False,  # name=value pairs are not comma-split: values may hold commas
+        example="extra_work=0.1",
     ),
 )
 for _dim in BUILTIN:
