@@ -50,7 +50,7 @@ class Dimension:
     default: Any  # the value a cell has when the matrix does not mention the dimension
     flags: tuple[str, ...] = ()  # command-line flags; () -> ("--<name with dashes>",)
     column: str | None = ""  # report column header; "" -> the name, capitalised; None: no column of its own
-    key: Callable[[Any], list[str]] | None = None  # cell -> its parts of the key; None: name=value
+    key: Callable[[Any], list[str]] | None = None  # a Cell field's parts of the key; None: name=value
     text: Callable[[str], object] = _keep  # one command-line string -> the value TOML would hold
     many: Callable[[list[str]], list[object]] | None = None  # all strings of the flag at once
     split: bool = True  # command-line values may be comma-separated
@@ -70,12 +70,6 @@ class Dimension:
     @property
     def header(self) -> str | None:
         return self.column if self.column != "" else self.name.replace("_", " ").capitalize()
-
-    def key_parts(self, cell: Any) -> list[str]:
-        if self.key is not None:
-            return self.key(cell)
-        value = cell.value(self.name)
-        return [] if value == self.default else [f"{self.name}={show(value)}"]
 
     def values(self, raw: object) -> tuple[Any, ...]:
         """One value or a list of them, each parsed, duplicates dropped in order."""
@@ -166,9 +160,21 @@ def names() -> tuple[str, ...]:
     return tuple(d.name for d in all_dimensions())
 
 
+def extra_key_part(name: str, value: object) -> str:
+    """An added dimension's part of the key: ``name=value`` (booleans as true/false)."""
+    return f"{name}={show(value) if isinstance(value, bool) else value}"
+
+
 def key_parts(cell: Any, *, with_hardware: bool = True) -> list[str]:
-    """The parts of a cell's key, dimension by dimension, in order."""
-    return [p for d in all_dimensions() if with_hardware or not d.hardware for p in d.key_parts(cell)]
+    """The parts of a cell's key: each ``Cell`` field dimension's, in order, then ``name=value`` for each
+    value in ``Cell.extra`` (added dimensions away from their defaults), sorted by name.
+
+    The extra parts need no registration: a record from a machine with a plugin dimension this one lacks
+    keeps its key here, and two plugins read the same whichever registered first.
+    """
+    dims = all_dimensions()
+    parts = [p for d in dims if d.key is not None and (with_hardware or not d.hardware) for p in d.key(cell)]
+    return parts + [extra_key_part(k, v) for k, v in cell.extra]
 
 
 def skip_reason(cell: Any, inventory: Inventory) -> str | None:
