@@ -156,6 +156,12 @@ def get(name: str) -> Dimension:
     return _REGISTRY[name]
 
 
+def header_of(name: str) -> str:
+    """A dimension's report column header; a dimension not registered here is shown by its name."""
+    dim = _REGISTRY.get(name)
+    return (dim.header or name) if dim is not None else name
+
+
 def names() -> tuple[str, ...]:
     return tuple(d.name for d in all_dimensions())
 
