@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from hpubench import dimensions
+from hpubench.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PREFIX = "dim_"  # parameter names; typer shows the flags, so a dimension cannot clash with "out", ...
@@ -27,7 +28,10 @@ def dimension_options(func: F) -> F:
 
     Calling the decorated function directly with ``dims=...`` (as ``profile`` calls ``run``) passes it on.
     """
-    dims = dimensions.all_dimensions()
+    try:
+        dims = dimensions.all_dimensions()
+    except UsageError:  # a broken plugin: the command reports it as one line when it parses its flags
+        dims = dimensions.BUILTIN
     sig = inspect.signature(func, eval_str=True)
     params = list(sig.parameters.values())
     at = [p.name for p in params].index("dims")

@@ -8,8 +8,9 @@ its report column header and its skip rules. The CLI options of ``run``/``profil
 (``hpubench.cliopts``), matrix files and expansion (``hpubench.matrix``), command-line parsing
 (``hpubench.cliparse``) and ``Cell.key`` all read :func:`all_dimensions`, in order.
 
-Adding a dimension is one :func:`register` call (or an entry point in the group ``hpubench.dimensions``
-naming a ``Dimension`` or a module that registers some). A dimension that is not a ``Cell`` field keeps
+Adding a dimension is one :func:`register` call, or, for an installed package, an entry point in the
+group ``hpubench.dimensions`` naming a ``Dimension`` (read before the command line is built, so its flag
+shows in ``--help``). A dimension that is not a ``Cell`` field keeps
 its value in ``Cell.extra``; its key part is ``name=value``, left out at its default, so every key written
 before the dimension existed stays the same. Pure: no torch, no I/O beyond reading entry points.
 """
@@ -129,20 +130,22 @@ def unregister(name: str) -> None:
 
 
 def load_entry_points() -> None:
-    """Register the dimensions installed packages advertise, once; a broken one is one UsageError."""
+    """Register the dimensions installed packages advertise, once; a broken one is one UsageError (raised
+    again on every later call, so the command that needs the dimensions reports it)."""
     if _LOADED:
         return
-    _LOADED.append(True)
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             obj = ep.load()
-            if isinstance(obj, Dimension):
-                register(obj)
+            if not isinstance(obj, Dimension):
+                raise TypeError(f"it is a {type(obj).__name__}, not a hpubench.dimensions.Dimension")
+            register(obj)
         except Exception as exc:
             raise UsageError(
                 f"dimension entry point {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: "
                 f"{' '.join(str(exc).split())}; fix or uninstall the package that provides it"
             ) from exc
+    _LOADED.append(True)
 
 
 def all_dimensions() -> tuple[Dimension, ...]:

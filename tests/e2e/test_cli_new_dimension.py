@@ -86,3 +86,12 @@ def test_its_parser_refuses_bad_values_on_the_flag_and_in_a_file(cli, plugin_env
     )
     assert by_flag.returncode == by_file.returncode == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_a_broken_dimension_plugin_is_one_line_naming_it(cli, plugin_env, tmp_path):
+    info = tmp_path / "site" / "seqlen_plugin-0.1.dist-info" / "entry_points.txt"
+    info.write_text("[hpubench.dimensions]\nseq_len = seqlen_plugin:NO_SUCH_NAME\n")
+    proc = cli("list", "cells", "-w", "mlp", cwd=tmp_path, env=plugin_env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "dimension entry point 'seq_len' (seqlen_plugin:NO_SUCH_NAME) failed to load" in line
