@@ -15,7 +15,7 @@ from hpubench import dimensions
 from hpubench.autosteps import AutoSteps
 from hpubench.dimensions import MODES, PRECISIONS
 
-__all__ = ["MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key"]
+__all__ = ["CELL_FIELDS", "MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Cell:
 
     def value(self, name: str) -> Any:
         """The cell's value of a dimension: its field, or its ``extra`` entry, or that one's default."""
-        if name in _FIELDS:
+        if name in CELL_FIELDS:
             return getattr(self, name)
         return dict(self.extra).get(name, dimensions.get(name).default)
 
@@ -110,7 +110,7 @@ class Cell:
         return cls(**kwargs)
 
 
-_FIELDS = frozenset(f.name for f in fields(Cell))
+CELL_FIELDS = frozenset(f.name for f in fields(Cell))
 
 
 @dataclass(frozen=True)

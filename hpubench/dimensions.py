@@ -57,6 +57,7 @@ class Dimension:
     split: bool = True  # command-line values may be comma-separated
     example: str = ""  # one good command-line value, for error messages
     hardware: bool = False  # part of the hardware: left out of ``Cell.match_key``
+    layout: bool = False  # how many processes: scaling compares cells that differ only in these
     meta: tuple[str, ...] = ()  # values resolved at expansion ("all", "auto"), not names
     names: Callable[[Context], Sequence[str]] | None = None  # the valid concrete values here
     check: Check | None = None  # a validity check needing other dimensions' values
@@ -244,6 +245,7 @@ BUILTIN: tuple[Dimension, ...] = (
         flags=("--devices", "-d"),
         column="Dev × nodes",
         key=lambda c: [f"{c.devices}x{c.nodes}"],  # the nodes count shares this part
+        layout=True,
         text=v.devices_text,
         resolve=v.resolve_devices,
         matches=v.devices_match,
@@ -259,6 +261,7 @@ BUILTIN: tuple[Dimension, ...] = (
         key=lambda c: [],
         text=v.int_text,
         example="2",
+        layout=True,
     ),
     Dimension(
         "precision",

@@ -13,6 +13,7 @@ from hpubench.cliparse import parse_dimensions
 from hpubench.dimensions import BadValue, Dimension
 from hpubench.errors import UsageError
 from hpubench.grid import Grid
+from hpubench.scaling import workload_identity
 from tests.unit.test_matrix import CATALOG, CPU2
 
 BASE = "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"
@@ -86,3 +87,9 @@ def test_a_record_with_a_dimension_this_machine_lacks_keeps_its_key():
 def test_a_dimension_cannot_take_a_used_name(name):
     with pytest.raises(ValueError):
         dimensions.register(Dimension(name, "", _parse_seq_len, 1))
+
+
+def test_scaling_matches_an_added_dimension_too(seq_len):
+    assert workload_identity(Cell("mlp", devices=2)) == workload_identity(Cell("mlp", nodes=2))
+    longer = Cell("mlp", devices=2, extra=(("seq_len", 512),))
+    assert workload_identity(longer) != workload_identity(Cell("mlp"))
