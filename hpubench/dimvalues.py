@@ -1,7 +1,8 @@
 """The values of the built-in matrix dimensions: parsers, command-line lexers, expansion and skip rules.
 
 ``hpubench.dimensions`` declares each dimension with these functions; nothing else calls them directly
-except the worker, which asks :func:`graphs_with_several_ranks` again. Pure: no torch, no I/O.
+except ``cluster.multi_process_skip_reason`` (the worker asks :func:`graphs_with_several_ranks` again).
+Pure: no torch, no I/O.
 """
 
 from __future__ import annotations
