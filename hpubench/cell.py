@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from hpubench import dimensions
 from hpubench.autosteps import AutoSteps
+from hpubench.dimensions import MODES, PRECISIONS
 
-PRECISIONS: tuple[str, ...] = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "fp8")
-MODES: tuple[str, ...] = ("eager", "lazy", "compile")
-SIZES: tuple[str, ...] = ("tiny", "standard")
+__all__ = ["CELL_FIELDS", "MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key"]
 
-# The matrix's dimensions: the Cell fields a matrix spans (``hpubench.matrix``), in grid order. Those of the
-# first release every hpubench version wrote into a record's cell, so a record lacking one is damaged and
-# refused (``hpubench.recordcheck``); a later one absent from an old record reads as its default. A new
-# dimension goes into LATER_DIMENSIONS.
+# The dimensions of the first release (declared in ``hpubench.dimensions``): every hpubench version wrote
+# them into a record's cell, so a record lacking one is damaged and refused (``hpubench.recordcheck``); a
+# dimension declared later and absent from an old record reads as its default. A historical fact, not a
+# second declaration: it never grows.
 FIRST_RELEASE_DIMENSIONS: tuple[str, ...] = (
     "workload",
     "size",
@@ -30,8 +30,6 @@ FIRST_RELEASE_DIMENSIONS: tuple[str, ...] = (
     "precision",
     "mode",
 )
-LATER_DIMENSIONS: tuple[str, ...] = ("graphs", "batch_size", "options")
-DIMENSIONS: tuple[str, ...] = (*FIRST_RELEASE_DIMENSIONS, *LATER_DIMENSIONS)
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,9 @@ class Cell:
     # Which device indices to use; None means the first ``devices``. Not part of the key: the same cell
     # on device 3 is still the same cell.
     device_ids: tuple[int, ...] | None = None
+    # Values of dimensions registered beyond the fields above (hpubench.dimensions), sorted (name, value),
+    # only those that differ from the dimension's default: a cell of an older result is the same cell.
+    extra: tuple[tuple[str, Any], ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.devices < 1 or self.nodes < 1:
@@ -73,24 +74,21 @@ class Cell:
             if len(self.device_ids) != self.devices:
                 raise ValueError(f"device_ids {list(self.device_ids)} do not match devices={self.devices}")
         object.__setattr__(self, "options", tuple(sorted((str(k), str(v)) for k, v in self.options)))
+        object.__setattr__(self, "extra", tuple(sorted((str(k), v) for k, v in dict(self.extra).items())))
 
     @property
     def world_size(self) -> int:
         return self.devices * self.nodes
 
+    def value(self, name: str) -> Any:
+        """The cell's value of a dimension: its field, or its ``extra`` entry, or that one's default."""
+        if name in CELL_FIELDS:
+            return getattr(self, name)
+        return dict(self.extra).get(name, dimensions.get(name).default)
+
     def key_parts(self, *, with_hardware: bool = True) -> list[str]:
-        parts = [self.workload, self.size]
-        if with_hardware:
-            parts.append(self.accelerator)
-        parts += [
-            f"{self.devices}x{self.nodes}",
-            self.precision,
-            self.mode,
-            "graphs" if self.graphs else "nographs",
-            f"bs{self.batch_size}" if self.batch_size is not None else "bsdefault",
-        ]
-        parts += [f"{k}={v}" for k, v in self.options]
-        return parts
+        """Each dimension's part of the key, in dimension order (``dimensions.Dimension.key``)."""
+        return dimensions.key_parts(self, with_hardware=with_hardware)
 
     @property
     def key(self) -> str:
@@ -105,6 +103,9 @@ class Cell:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["options"] = dict(self.options)
+        d["extra"] = dict(self.extra)
+        if not self.extra:  # records stay as they were before dimensions could be added
+            del d["extra"]
         return d
 
     @classmethod
@@ -116,9 +117,14 @@ class Cell:
         kwargs = dict(data)
         opts = kwargs.get("options") or {}
         kwargs["options"] = tuple(opts.items()) if isinstance(opts, dict) else tuple(tuple(o) for o in opts)
+        extra = kwargs.get("extra") or {}
+        kwargs["extra"] = tuple(extra.items()) if isinstance(extra, dict) else tuple(tuple(e) for e in extra)
         if isinstance(kwargs.get("auto_steps"), dict):
             kwargs["auto_steps"] = AutoSteps(**kwargs["auto_steps"])
         return cls(**kwargs)
+
+
+CELL_FIELDS = frozenset(f.name for f in fields(Cell))
 
 
 @dataclass(frozen=True)

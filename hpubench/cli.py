@@ -22,7 +22,8 @@ from rich.console import Console
 
 from hpubench import __version__
 from hpubench.autosteps import AutoSteps
-from hpubench.cliparse import check_timeout, out_dir, split_values
+from hpubench.cliopts import dimension_options
+from hpubench.cliparse import check_timeout, out_dir
 from hpubench.envtable import env_table
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
@@ -82,21 +83,8 @@ DEFAULT_TIMEOUT_S = 900.0
 MatrixOpt = Annotated[
     str | None, typer.Option("--matrix", "-m", help="Preset (smoke, full) or a .toml matrix file.")
 ]
-WorkloadOpt = Annotated[
-    list[str] | None, typer.Option("--workload", "-w", help="Workload(s); repeat or comma-separate.")
-]
-SizeOpt = Annotated[list[str] | None, typer.Option("--size", help="tiny and/or standard.")]
-AccOpt = Annotated[list[str] | None, typer.Option("--accelerator", "-a", help="cpu, cuda, hpu, auto or all.")]
-DevOpt = Annotated[
-    list[str] | None, typer.Option("--devices", "-d", help="Count, 'auto', or indices like '[0,2]'.")
-]
-NodesOpt = Annotated[list[str] | None, typer.Option("--nodes", help="Number of nodes.")]
-PrecOpt = Annotated[
-    list[str] | None, typer.Option("--precision", "-p", help="32-true, bf16-mixed, 16-mixed, bf16-true, fp8.")
-]
-ModeOpt = Annotated[list[str] | None, typer.Option("--mode", help="eager, lazy (HPU) or compile.")]
-GraphsOpt = Annotated[list[str] | None, typer.Option("--graphs", help="on/off: HPU graphs or CUDA graphs.")]
-BatchOpt = Annotated[list[str] | None, typer.Option("--batch-size", "-b", help="Per-device batch size(s).")]
+# The dimension options (--workload, --size, ...) come from hpubench.dimensions via @dimension_options.
+DimsOpt = dict[str, list[str] | None] | None
 StepsOpt = Annotated[
     str | None,
     typer.Option(
@@ -136,15 +124,6 @@ FilesOpt = Annotated[
         f"seconds (default {DEFAULT_LIMIT_S:g}).",
     ),
 ]
-OptionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--option",
-        help="Workload option name=value (repeatable), part of the cell key; e.g. extra_work=0.1 plants a "
-        "10% slowdown.",
-    ),
-]
-
 # What to observe beside the figures (hpubench.runoptions); none of these changes a cell or its key.
 TelemetryOpt = Annotated[
     bool,
@@ -267,42 +246,10 @@ MasterPortOpt = Annotated[
 ]
 
 
-def _split(values: list[str] | None, option: str) -> list[str] | None:
-    return split_values(option, values)
-
-
-def _overrides(
-    workload,
-    size,
-    accelerator,
-    devices,
-    nodes,
-    precision,
-    mode,
-    graphs,
-    batch_size,
-    steps,
-    warmup,
-    options=None,
-    auto=None,
-):
+def _overrides(dims: dict[str, list[str] | None], steps=None, warmup=None, auto=None):
     from hpubench.cliparse import parse_dimensions
 
-    return parse_dimensions(
-        workload=_split(workload, "--workload"),
-        size=_split(size, "--size"),
-        accelerator=_split(accelerator, "--accelerator"),
-        devices=_split(devices, "--devices"),
-        nodes=_split(nodes, "--nodes"),
-        precision=_split(precision, "--precision"),
-        mode=_split(mode, "--mode"),
-        graphs=_split(graphs, "--graphs"),
-        batch_size=_split(batch_size, "--batch-size"),
-        options=options or None,  # name=value pairs are not comma-split: values may hold commas
-        steps=steps,
-        warmup_steps=warmup,
-        auto=auto,
-    )
+    return parse_dimensions(**dims, steps=steps, warmup_steps=warmup, auto=auto)
 
 
 def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluster=None):
@@ -316,24 +263,16 @@ def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluste
 
 
 @app.command()
+@dimension_options
 def run(
     matrix: MatrixOpt = None,
-    workload: WorkloadOpt = None,
-    size: SizeOpt = None,
-    accelerator: AccOpt = None,
-    devices: DevOpt = None,
-    nodes: NodesOpt = None,
-    precision: PrecOpt = None,
-    mode: ModeOpt = None,
-    graphs: GraphsOpt = None,
-    batch_size: BatchOpt = None,
+    dims: DimsOpt = None,
     steps: StepsOpt = None,
     target_ci: TargetCiOpt = None,
     min_steps: MinStepsOpt = None,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     warmup_steps: WarmOpt = None,
-    option: OptionOpt = None,
     repeat: Annotated[
         int,
         typer.Option(
@@ -412,18 +351,9 @@ def run(
     spec = api.resolve_spec(
         matrix,
         _overrides(
-            workload,
-            size,
-            accelerator,
-            devices,
-            nodes,
-            precision,
-            mode,
-            graphs,
-            batch_size,
+            dims or {},
             steps,
             warmup_steps,
-            option,
             auto={"target_ci": target_ci, "min_steps": min_steps, "min_time": min_time, "max_time": max_time},
         ),
     )
@@ -503,24 +433,16 @@ def run(
 
 
 @app.command("profile")
+@dimension_options
 def profile_cmd(
     matrix: MatrixOpt = None,
-    workload: WorkloadOpt = None,
-    size: SizeOpt = None,
-    accelerator: AccOpt = None,
-    devices: DevOpt = None,
-    nodes: NodesOpt = None,
-    precision: PrecOpt = None,
-    mode: ModeOpt = None,
-    graphs: GraphsOpt = None,
-    batch_size: BatchOpt = None,
+    dims: DimsOpt = None,
     steps: StepsOpt = None,
     target_ci: TargetCiOpt = None,
     min_steps: MinStepsOpt = None,
     min_time: MinTimeOpt = None,
     max_time: MaxTimeOpt = None,
     warmup_steps: WarmOpt = None,
-    option: OptionOpt = None,
     out: Annotated[
         str | None, typer.Option("--out", "-o", help="Run directory (default results/profile-<time>).")
     ] = None,
@@ -549,22 +471,13 @@ def profile_cmd(
     """
     run(
         matrix=matrix,
-        workload=workload,
-        size=size,
-        accelerator=accelerator,
-        devices=devices,
-        nodes=nodes,
-        precision=precision,
-        mode=mode,
-        graphs=graphs,
-        batch_size=batch_size,
+        dims=dims,
         steps=steps,
         target_ci=target_ci,
         min_steps=min_steps,
         min_time=min_time,
         max_time=max_time,
         warmup_steps=warmup_steps,
-        option=option,
         out=str(out_dir(out) or Path("results") / time.strftime("profile-%Y%m%d-%H%M%S")),
         resume=resume,
         timeout=timeout,
@@ -585,18 +498,10 @@ def profile_cmd(
 
 
 @list_app.command("cells")
+@dimension_options
 def list_cells(
     matrix: MatrixOpt = None,
-    workload: WorkloadOpt = None,
-    size: SizeOpt = None,
-    accelerator: AccOpt = None,
-    devices: DevOpt = None,
-    nodes: NodesOpt = None,
-    precision: PrecOpt = None,
-    mode: ModeOpt = None,
-    graphs: GraphsOpt = None,
-    batch_size: BatchOpt = None,
-    option: OptionOpt = None,
+    dims: DimsOpt = None,
     workloads_from: FilesOpt = None,
     estimates_from: EstimatesFromOpt = None,
     budget: BudgetOpt = None,
@@ -617,20 +522,7 @@ def list_cells(
 
     spec = api.resolve_spec(
         matrix,
-        _overrides(
-            workload,
-            size,
-            accelerator,
-            devices,
-            nodes,
-            precision,
-            mode,
-            graphs,
-            batch_size,
-            None,
-            None,
-            option,
-        ),
+        _overrides(dims or {}),
     )
     with _launcher(workloads_from) as launcher:
         _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)

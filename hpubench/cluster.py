@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from hpubench.cell import Cell
+from hpubench.dimvalues import graphs_with_several_ranks
 from hpubench.errors import UsageError
 
 # Node 0 reaches its own store over loopback; only the other nodes need a routable MASTER_ADDR.
@@ -64,12 +65,7 @@ class ClusterEnv:
 
 def multi_process_skip_reason(cell: Cell) -> str | None:
     """Combinations the data-parallel path does not run (pure: the matrix and the worker both ask)."""
-    if cell.world_size > 1 and cell.graphs:
-        return (
-            "graph capture is not combined with data-parallel (DDP) cells: the all-reduce would have to be "
-            "captured inside the graph"
-        )
-    return None
+    return graphs_with_several_ranks(cell)
 
 
 def expand_nodelist(nodelist: str) -> list[str]:

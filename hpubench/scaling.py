@@ -15,7 +15,8 @@ import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpubench.cell import Cell
+from hpubench import dimensions
+from hpubench.cell import CELL_FIELDS, Cell
 from hpubench.record import STATUS_OK, CellResult
 
 
@@ -36,17 +37,12 @@ class Scaling:
 
 
 def workload_identity(cell: Cell) -> tuple[object, ...]:
-    """What must match between an N-device cell and its 1-device baseline (everything but the layout)."""
-    return (
-        cell.workload,
-        cell.size,
-        cell.accelerator,
-        cell.precision,
-        cell.mode,
-        cell.graphs,
-        cell.batch_size,
-        cell.options,
+    """What must match between an N-device cell and its 1-device baseline: every dimension but the
+    layout (``Dimension.layout``: devices and nodes), added dimensions included."""
+    own = tuple(
+        cell.value(d.name) for d in dimensions.all_dimensions() if not d.layout and d.name in CELL_FIELDS
     )
+    return (*own, cell.extra)
 
 
 def _time(r: CellResult) -> float | None:

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hpubench import dimensions
 from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError, WriteFailed
@@ -299,7 +300,8 @@ def load_results(paths: list[str]) -> list[CellResult]:
 
 # ---- DataFrame ----------------------------------------------------------------------------------------
 
-_CELL_FIELDS = [f.name for f in fields(Cell)]
+# "extra" (values of added dimensions) becomes one column per added dimension: see added_dimensions.
+_CELL_FIELDS = [f.name for f in fields(Cell) if f.name != "extra"]
 _MEMORY_FIELDS = [f.name for f in fields(MemoryStats) if f.name not in ("raw", "source")]
 # Facts read back from the live run that reports group and filter by: column -> path into ``runtime``.
 # "batch_size_resolved" is the batch that ran (the cell's own may be None: the workload's default).
@@ -422,20 +424,48 @@ def _row(r: CellResult) -> dict[str, Any]:
     return row
 
 
+def added_dimensions(results: Iterable[CellResult]) -> list[str]:
+    """The added dimensions (``Cell.extra``) any of these cells has away from its default, sorted."""
+    return sorted({name for r in results for name, _ in r.cell.extra})
+
+
+def added_dimension_columns(columns: Iterable[str]) -> list[str]:
+    """The added dimensions' columns of a frame made by :func:`to_dataframe` (after the cell fields)."""
+    cols = list(columns)
+    return cols[cols.index(_CELL_FIELDS[-1]) + 1 : cols.index("world_size")]
+
+
 def to_dataframe(results: Iterable[CellResult]) -> pandas.DataFrame:
-    """One row per cell with flat columns in a fixed order (reports and exports rely on the order)."""
+    """One row per cell with flat columns in a fixed order (reports and exports rely on the order).
+
+    An added dimension (``hpubench.dimensions``) that any cell sets is one more column after the cell's
+    own fields; a cell at its default holds the default there (None if that dimension is not registered
+    here). Results without added dimensions have exactly the columns they always had.
+    """
     import pandas as pd
 
     from hpubench.scaling import scaling_efficiencies
 
     results = list(results)
     rows = [_row(r) for r in results]
+    added = added_dimensions(results)
+    for row, r in zip(rows, results, strict=True):
+        for name in added:
+            row[name] = dict(r.cell.extra)[name] if name in dict(r.cell.extra) else _default(name)
     for row, s in zip(rows, scaling_efficiencies(results), strict=True):
         row["scaling_efficiency"] = None if s is None else s.efficiency
         row["scaling_speedup"] = None if s is None else s.speedup
         row["scaling_baseline_key"] = None if s is None else s.baseline_key
         row["scaling_baseline_samples_per_s"] = None if s is None else s.baseline_samples_per_s
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    at = COLUMNS.index("world_size")
+    return pd.DataFrame(rows, columns=[*COLUMNS[:at], *added, *COLUMNS[at:]])
+
+
+def _default(name: str) -> Any:
+    try:
+        return dimensions.get(name).default
+    except KeyError:  # a dimension of a plugin not installed here
+        return None
 
 
 # ---- run metadata -------------------------------------------------------------------------------------

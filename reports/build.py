@@ -22,10 +22,11 @@ import jinja2
 import pandas as pd
 
 import hpubench
-from hpubench import stats
+from hpubench import dimensions, stats
 from hpubench.compare import Comparison
 from hpubench.peaks import PRECISION_DTYPE
 from hpubench.pricing import Tables
+from hpubench.store import added_dimension_columns
 from reports import charts, fmt, observed
 from reports.frames import Headline, headlines, measured, scaling_frame
 from reports.sources import ResultSet, is_test_double
@@ -228,6 +229,9 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             ),
             Column("workload_cost_usd", f"Cost for {n}", f"cost of processing {n} samples", numeric=True),
         ]
+    added = added_dimension_columns(df.columns)  # dimensions a plugin added, after the built-in ones
+    at = next(i for i, c in enumerate(cols) if c.id == "status")
+    cols[at:at] = [Column(name, dimensions.header_of(name)) for name in added]
     if (df["repeats"] > 1).any():
         cols.append(
             Column(
@@ -254,6 +258,7 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             "graphs": _text("on" if r["graphs"] else "off"),
             "devices": TableCell(f"{r['devices']}×{r['nodes']}", sort=repr(float(r["world_size"]))),
             "batch": _number(r["batch_size_resolved"], text=_int(r["batch_size_resolved"])),
+            **{name: _text(fmt.MISSING if fmt.missing(r[name]) else str(r[name])) for name in added},
             "status": TableCell(
                 str(r["status"]), sort=str(r["status"]), title=status_title, badge_cls=str(r["status"])
             ),

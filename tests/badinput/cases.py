@@ -46,7 +46,9 @@ for flag, values, fragment in [
     ("--batch-size", ["0", "-8", "big", "3.5", "", "defaults"], "--batch-size"),
     ("--precision", ["fp64", "bf16", "32", "", "BF16-MIXED", "fp8,", "int8"], "--precision"),
     ("--mode", ["jit", "graph", "", "Eager", "lazy,,compile"], "--mode"),
-    ("--size", ["huge", "small", "", "Tiny", "tiny,"], "--size"),
+    # An unknown size name ("huge") needs the workload catalog, so it is refused when the matrix expands,
+    # for flags and files alike (tests/e2e/test_cli_sizes.py); what no catalog can make valid stays here.
+    ("--size", ["", "tiny,", "ti/ny"], "--size"),
     ("--graphs", ["maybe", "2", "", "enabled"], "--graphs"),
     ("--workload", ["", ",", "mlp,", " ", "mlp,,gpt"], "--workload"),
     ("--accelerator", ["", "cpu,", ","], "--accelerator"),

@@ -35,7 +35,7 @@ def test_only_given_dimensions_are_returned():
         ({"devices": ["0"]}, "at least 1"),
         ({"precision": ["fp64"]}, "--precision 'fp64'"),
         ({"mode": ["jit"]}, "--mode"),
-        ({"size": ["huge"]}, "--size"),
+        ({"size": ["ti/ny"]}, "--size"),  # an unknown size needs the catalog: refused at expansion
         ({"graphs": ["maybe"]}, "--graphs"),
         ({"steps": 1}, "--steps"),
         ({"steps": "foo"}, "--steps takes a whole number >= 2 or 'auto'"),
