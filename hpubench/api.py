@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import addrcheck, cluster, doctor, doctor_probe, matrix, runlock
+from hpubench import addrcheck, cluster, doctor, doctor_probe, interrupt, matrix, runlock
 from hpubench.cell import Cell, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
@@ -237,6 +237,9 @@ def run_plan(
             options=options,
             adjust=None if budget is None else budget.adjust,
         )
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the launcher stopped every cell; say how to go on
+        words = interrupted_words(plan, store, repeat, resume_command(argv, out))
+        raise interrupt.RunInterrupted(words, interrupt.exit_code(exc)) from None
     except WriteFailed as exc:  # disk full, read-only: the launcher stopped every cell; say how to go on
         raise UsageError(f"{exc}; fix the disk, then resume with: {resume_command(argv, out)}") from None
     except OSError as exc:  # a log or a cell's scratch file on a full disk: the same, else a real bug
@@ -246,6 +249,17 @@ def run_plan(
             f"{os_error_text(exc)} ({exc.filename}); the records written so far are intact; fix the disk, "
             f"then resume with: {resume_command(argv, out)}"
         ) from None
+
+
+def interrupted_words(plan: Plan, store: ResultStore, repeat: int, resume: str) -> str:
+    """``interrupted: 7 of 15 cells recorded; resume with: ...``: a skipped cell counts once, as it is
+    recorded once."""
+    expected = {(pc.cell.key, rep) for pc in plan.cells for rep in range(repeat if pc.runnable else 1)}
+    try:
+        stored = [(r.key, r.repeat) for r in store.load()]
+    except (OSError, ValueError, UsageError):  # unreadable now: the count is then a lower bound
+        stored = []
+    return interrupt.summary(interrupt.recorded_count(expected, stored), len(expected), resume)
 
 
 def resume_command(argv: list[str], out: Path) -> str:

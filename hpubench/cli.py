@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
     from click import exceptions as click_exc
 from rich.console import Console
 
-from hpubench import __version__
+from hpubench import __version__, interrupt
 from hpubench.autosteps import AutoSteps
 from hpubench.cliopts import dimension_options
 from hpubench.cliparse import check_timeout, out_dir
@@ -690,11 +690,14 @@ _register_doctor(app, out_console, err_console)  # doctor
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit 2 with one line for any bad input, never a traceback for it."""
     try:
-        code = app(
-            args=argv, prog_name="hpubench", standalone_mode=False
-        )  # returns typer.Exit's code instead of raising it
+        with interrupt.sigterm_raises():  # SIGTERM unwinds like Ctrl-C: children stopped, scratch removed
+            # standalone_mode=False: returns typer.Exit's code instead of raising it
+            code = app(args=argv, prog_name="hpubench", standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
+    except interrupt.RunInterrupted as exc:  # what was recorded and the command that resumes
+        err_console.print(exc.message, highlight=False, markup=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except UsageError as exc:
         err_console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)
@@ -709,4 +712,7 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print("aborted")
         sys.exit(130)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # typer's own word for Ctrl-C (SIGTERM: 143)
+            err_console.print("interrupted")
+            sys.exit(interrupt.exit_code(exc.__cause__))
         sys.exit(exc.exit_code)

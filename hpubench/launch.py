@@ -22,11 +22,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hpubench import exitwords, oomwatch, proctree
 from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell, flops_key
 from hpubench.cellwatch import CellWatch
@@ -76,13 +78,6 @@ class _ZygoteDied(Exception):
 
 class _ZygoteStartFailed(Exception):
     """A zygote could not get ready for a reason that is not the user's input."""
-
-
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 def _tail(path: Path | str, lines: int = TAIL_LINES) -> str | None:
@@ -143,6 +138,7 @@ class _Zygote:
 
     def __init__(self, python: str, files: list[str], env: dict[str, str], stderr_path: Path) -> None:
         self.stderr_path = stderr_path
+        self.oom_before: int | None = None
         self.child_pid: int | None = None  # the cell child currently running, once announced
         args = [python, "-m", "hpubench.zygote"]
         for f in files:
@@ -188,9 +184,7 @@ class _Zygote:
         code = self.proc.poll()
         if code is None:
             return "stopped responding"
-        if code < 0:
-            return f"killed by {_signal_name(-code)}"
-        return f"exited with code {code}"
+        return exitwords.from_returncode(code, oomwatch.evidence(None, self.oom_before))
 
     def _read(self, timeout_s: float, starting: bool = False) -> dict[str, Any]:
         try:
@@ -218,6 +212,7 @@ class _Zygote:
     def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and wait for its final reply (a status or an error)."""
         self.child_pid = None
+        self.oom_before = oomwatch.oom_kills()  # the zygote itself may be the OOM killer's choice
         try:
             zy.send(self.proc.stdin.fileno(), msg)  # type: ignore[union-attr]
         except OSError:
@@ -281,6 +276,8 @@ class Launcher:
         self.isolation = isolation
         self.base_env = dict(os.environ if base_env is None else base_env)
         import_limit_s(self.base_env)  # a bad HPUBENCH_PLUGIN_IMPORT_TIMEOUT is refused before any worker
+        # Every process of this launcher carries it, and so does all they start: see hpubench.proctree.
+        self._token = self.base_env[proctree.TOKEN_ENV] = uuid.uuid4().hex
         self.python = python or sys.executable
         # Multi-node: this node's place (hpubench.cluster). A node other than 0 runs only the cells that
         # span it; its caller gives it a store that writes nothing (node 0 keeps the records).
@@ -308,11 +305,14 @@ class Launcher:
     def close(self) -> None:
         """Stop every zygote and forget the scratch files (records are already in the store)."""
         zygotes, self._zygotes = list(self._zygotes.values()), {}
-        for z in zygotes:
-            z.close()
-        if self._spawned is not None:
-            self._kill_spawned()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        try:
+            for z in zygotes:
+                z.close()
+            if self._spawned is not None:
+                self._kill_spawned()
+            self._sweep()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _abort(self) -> None:
         """Interrupted: stop running children now, without waiting for them to finish their cell."""
@@ -321,6 +321,11 @@ class Launcher:
             z.close(timeout_s=1.0)
         if self._spawned is not None:
             self._kill_spawned()
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Kill what this launcher's cells left running anywhere (the zygotes, idle between cells, live)."""
+        proctree.sweep(self._token, spare={z.proc.pid for z in self._zygotes.values()})
 
     # ---- zygotes ------------------------------------------------------------------------------------
     def _signature(self, cell: Cell) -> EnvSignature:
@@ -358,6 +363,7 @@ class Launcher:
         z = self._zygotes.pop(signature, None)
         if z is not None:
             z.kill()
+            self._sweep()  # its cell's orphans, which no subreaper took
 
     # ---- detection ----------------------------------------------------------------------------------
     def detect(self) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
@@ -386,7 +392,7 @@ class Launcher:
         data = self._read_out(out)
         if data is None or "inventory" not in data:
             raise UsageError(
-                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
+                f"accelerator detection failed in a child process ({exitwords.reply_reason(reply)}); "
                 f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
             )
         self._keep_option_names(data)
@@ -418,7 +424,7 @@ class Launcher:
             raise ProbeFailed(f"the worker process died ({exc})") from None
         data = self._read_out(out)
         if data is None:
-            raise ProbeFailed(f"{self._why_no_result(reply)}; last log line: {self._last_line(log)}")
+            raise ProbeFailed(f"{exitwords.reply_reason(reply)}; last log line: {self._last_line(log)}")
         return data
 
     def detect_for_doctor(self) -> dict[str, Any]:
@@ -431,14 +437,14 @@ class Launcher:
         log = self._next_path("doctor.log")
         data, reply = self._spawn_detect(out, log, ["--doctor"])
         if data is None or "inventory" not in data:
-            raise ProbeFailed(f"{self._why_no_result(reply)}; last log line: {self._last_line(log)}")
+            raise ProbeFailed(f"{exitwords.reply_reason(reply)}; last log line: {self._last_line(log)}")
         return data
 
     def _detect_spawned(self, out: Path, log: Path) -> tuple[Inventory, dict[str, tuple[str, ...]]]:
         data, reply = self._spawn_detect(out, log, [])
         if data is None or "inventory" not in data:
             raise UsageError(
-                f"accelerator detection failed in a child process ({self._why_no_result(reply)}); "
+                f"accelerator detection failed in a child process ({exitwords.reply_reason(reply)}); "
                 f"last log line: {self._last_line(log)}; fix: check the device driver and framework install"
             )
         catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
@@ -728,6 +734,7 @@ class Launcher:
         finally:
             os.close(ready_r)
             self._spawned = None
+            self._sweep()  # what the cell started outside its process group
 
     def _wait_spawned(
         self, proc: subprocess.Popen[bytes], timeout_s: float, log: Path, ready_fd: int | None = None
@@ -773,17 +780,6 @@ class Launcher:
         return data if isinstance(data, dict) else {"unreadable": "not a JSON object"}
 
     @staticmethod
-    def _why_no_result(reply: dict[str, Any], timeout_s: float | None = None) -> str:
-        if "error" in reply:
-            return f"internal error in the worker pool: {reply['error']}"
-        status = reply.get("status")
-        if status == "timeout":
-            return f"timed out after {timeout_s:g} s" if timeout_s is not None else "timed out"
-        if status == "signaled":
-            return f"crashed with signal {_signal_name(int(reply['signal']))}"
-        return f"worker exited with code {reply.get('exitcode')} without writing a result"
-
-    @staticmethod
     def _last_line(log: Path) -> str:
         tail = _tail(log, 1)
         return tail.strip() if tail else "(empty)"
@@ -825,5 +821,5 @@ class Launcher:
         if data is not None and "unreadable" in data:
             reason = f"the worker wrote an unreadable result ({data['unreadable']})"
         else:
-            reason = self._why_no_result(reply, timeout_s)
+            reason = exitwords.reply_reason(reply, timeout_s)
         return _failed(cell, reason, _tail(log), started_at=started_at, wall_s=wall_s), None

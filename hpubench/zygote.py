@@ -57,6 +57,8 @@ import traceback
 import warnings
 from typing import Any
 
+from hpubench import oomwatch, proctree
+
 KILL_GRACE_S = 2.0  # between SIGTERM (faulthandler dumps the stack) and SIGKILL on a timeout
 POLL_S = 0.005  # child-exit polling interval where pidfd is not available
 USAGE_ERROR_PREFIX = "hpubench-zygote: usage error: "
@@ -167,6 +169,7 @@ def wait_child(
     """
     t0 = time.monotonic()
     deadline = t0 + timeout_s
+    oom_before = oomwatch.oom_kills()
     pidfd = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(pid)  # Linux >= 5.3: wake exactly when the child exits, no polling
@@ -221,14 +224,18 @@ def wait_child(
             os.close(pidfd)
     # Whatever the child left in its group (a grandchild it spawned and did not reap) dies with it.
     killpg(pid, signal.SIGKILL)
-    _, wstatus = os.waitpid(pid, 0)
+    _, wstatus, usage = os.wait4(pid, 0)
     status, exitcode, sig = _status_of(wstatus)
+    memory = oomwatch.evidence(oomwatch.peak_rss_bytes(usage.ru_maxrss), oom_before)
     return {
         "status": "timeout" if timed_out else status,
         "exitcode": exitcode,
         "signal": sig,
         "wall_s": time.monotonic() - t0,
         "pid": pid,
+        "peak_rss_bytes": memory.peak_rss_bytes,
+        "memory_limit_bytes": memory.limit_bytes,
+        "oom_kills": memory.oom_kills,
     }
 
 
@@ -427,7 +434,12 @@ def _fork_and_wait(req: dict[str, Any], proto_fd: int, control: LineChannel) -> 
         killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         return None
-    return wait_child(pid, timeout_s, req["log"], control)
+    reply = wait_child(pid, timeout_s, req["log"], control)
+    # This server is a subreaper: what the cell left running outside its process group came up to us.
+    left = proctree.reap_adopted()
+    if left:
+        _note(req["log"], f"killed {len(left)} process(es) the cell left running: {left}")
+    return reply
 
 
 def serve(workload_files: list[str]) -> int:
@@ -437,6 +449,7 @@ def serve(workload_files: list[str]) -> int:
     os.dup2(2, 1)
     # Ctrl-C is the launcher's to handle; it tells us to stop through the protocol.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    proctree.become_subreaper()  # a cell's orphans come to us, to be killed with their cell
     # `import torch` starts one native helper thread, so Python >= 3.12 warns on every fork. Forking
     # after importing torch (but before any op) is what DataLoader workers do too; the warning would only
     # fill the zygote's stderr.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hpubench import proctree
 from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell
 from hpubench.cluster import ClusterEnv
@@ -244,22 +245,7 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
 
 def sweep(token: str) -> list[int]:
     """Kill every process of ours still carrying the cell's token; the pids found (normally none)."""
-    import psutil
-
-    me = os.getpid()
-    uid = os.getuid()
-    found = []
-    for p in psutil.process_iter(["pid", "uids"]):
-        try:
-            if p.pid == me or p.info["uids"] is None or p.info["uids"].real != uid:
-                continue
-            if p.environ().get(TOKEN_ENV) == token:
-                p.kill()
-                found.append(p)
-        except psutil.Error:
-            continue
-    psutil.wait_procs(found, timeout=5)
-    return [p.pid for p in found]
+    return proctree.sweep(token, name=TOKEN_ENV)
 
 
 # ---- one cell --------------------------------------------------------------------------------------------
