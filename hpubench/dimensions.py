@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpubench import dimvalues as v
+from hpubench import precisions
 from hpubench.dimvalues import BadValue, Check, Context, Resolve, Rule, show
 from hpubench.errors import UsageError
 from hpubench.inventory import Inventory
+from hpubench.precisions import PRECISIONS
 
 ENTRY_POINT_GROUP = "hpubench.dimensions"
-PRECISIONS: tuple[str, ...] = ("32-true", "bf16-mixed", "16-mixed", "bf16-true", "fp8")
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")
 # Names a registered dimension may not take: other Cell fields, the grid settings and TOML's own keys.
 RESERVED = frozenset(
@@ -265,8 +266,8 @@ BUILTIN: tuple[Dimension, ...] = (
     ),
     Dimension(
         "precision",
-        ", ".join(PRECISIONS) + ".",
-        v.parse_one_of("precision", PRECISIONS),
+        ", ".join(PRECISIONS) + " (and any an installed package adds).",
+        v.parse_registered("precision", PRECISIONS, precisions.names),
         "32-true",
         flags=("--precision", "-p"),
         key=lambda c: [c.precision],

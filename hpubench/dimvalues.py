@@ -83,6 +83,24 @@ def parse_one_of(key: str, choices: Sequence[str]) -> Callable[[object], str]:
     return parse
 
 
+def parse_registered(
+    key: str, builtin: Sequence[str], registered: Callable[[], Sequence[str]]
+) -> Callable[[object], str]:
+    """Like :func:`parse_one_of`, where installed packages may add names: a built-in one is taken as is,
+    any other is looked up in ``registered()``, which loads the plugins. Never at import: a plugin that
+    imports hpubench would meet a half-imported module."""
+
+    def parse(v: object) -> str:
+        if v in builtin:
+            return v  # type: ignore[return-value]
+        choices = registered()
+        if v not in choices:
+            raise BadValue(f"unknown {key}; valid: {', '.join(choices)}")
+        return v  # type: ignore[return-value]
+
+    return parse
+
+
 def parse_graphs(v: object) -> bool:
     if not isinstance(v, bool):
         raise BadValue("graphs takes true or false (on or off on the command line)")

@@ -38,6 +38,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hpubench import precisions
 from hpubench.autosteps import AutoSteps, warmup_extension
 from hpubench.cell import Cell
 from hpubench.stopping import MAX_AUTO_STEPS
@@ -61,14 +62,6 @@ DIST_BYTES = 64 * 1024**2  # a rank's process group and DDP state (mlp tiny on 2
 MIXED_ACTIVATION = 0.6  # autocast saves matmul inputs in 16 bits, norms and losses in 32
 N_BATCHES = 4  # hpubench.worker keeps this many distinct batches on the device
 
-# Which dtype's rate bounds a precision (its matmuls run in it); the same mapping as hpubench.peaks.
-PRECISION_DTYPE: dict[str, str] = {
-    "32-true": "fp32",
-    "bf16-mixed": "bf16",
-    "bf16-true": "bf16",
-    "16-mixed": "fp16",
-    "fp8": "bf16",  # fp8 training keeps bf16 for what is not fp8: the bf16 rate bounds it from below
-}
 OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
 
 
@@ -143,12 +136,21 @@ class Estimate:
         return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps) * self.step_s
 
 
+def rate_dtype(precision: str) -> str:
+    """Which dtype's measured matmul rate bounds ``precision`` (its declaration); fp32 for an unknown one."""
+    try:
+        return precisions.get(precision).rate_dtype
+    except KeyError:
+        return "fp32"
+
+
 def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1, mode: str = "eager") -> int:
     """Bytes one device holds at the peak of a step (the formula in the module docstring); several ranks
     add DDP's gradient buckets, a flat copy of the gradients."""
-    low = precision == "bf16-true"
-    mixed = precision in ("bf16-mixed", "16-mixed", "fp8")
-    w = 2 if low else 4
+    declared = precisions.get(precision)
+    low = declared.param_bytes < 4
+    mixed = declared.mixed
+    w = declared.param_bytes
     states = OPTIMIZER_STATES.get(facts.optimizer, 2)
     transient = w + (2 if mixed else 0)
     per_param = w + w + states * w + transient + (w if world_size > 1 else 0)
@@ -175,7 +177,7 @@ def step_time_s(
     ``ranks_sharing``: ranks that divide one device's compute among themselves (CPU "devices" are ranks
     on one host's cores), so each gets 1/n of the calibrated rate.
     """
-    dtype = PRECISION_DTYPE.get(precision, "fp32")
+    dtype = rate_dtype(precision)
     rate = calibration.tflops.get(dtype) if calibration is not None else None
     if rate and rate > 0:
         assert calibration is not None

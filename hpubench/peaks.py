@@ -18,17 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
+from hpubench import precisions
 
-# Which peak a precision is measured against. Mixed precision runs its matmuls in the low dtype, so that
-# is the peak that bounds it. The fact sheet has no fp16 column: 16-mixed gets no peak rather than a guess.
-PRECISION_DTYPE: dict[str, str] = {
-    "32-true": "fp32",
-    "bf16-mixed": "bf16",
-    "bf16-true": "bf16",
-    "16-mixed": "fp16",
-    "fp8": "fp8",
-}
+DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
 
 def device_matches(entry_accelerator: str, pattern: str, accelerator: str, device_name: str) -> bool:
@@ -223,12 +215,13 @@ def peak_for(
     by the TF32 peak, not the FP32 one); it falls back to None, not to FP32, where the table has no TF32.
     ``table`` lets a user's own figures replace the defaults.
     """
-    if precision not in PRECISION_DTYPE:
-        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISION_DTYPE)}")
+    declared = precisions.peak_dtype(precision)  # which peak bounds it: hpubench.precisions
+    if declared is None:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(precisions.names())}")
     entry = entry_for(accelerator, device_name, table)
     if entry is None:
         return None
-    dtype = PRECISION_DTYPE[precision]
+    dtype = declared
     if tf32 and dtype == "fp32":
         dtype = "tf32"
     value = entry.tflops(dtype)

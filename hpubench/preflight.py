@@ -25,7 +25,6 @@ from hpubench.budget import BudgetItem, BudgetPlan, plan
 from hpubench.cell import PlannedCell
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.estimate import (
-    PRECISION_DTYPE,
     Calibration,
     Estimate,
     Measured,
@@ -33,6 +32,7 @@ from hpubench.estimate import (
     estimate_cell,
     measured_from_times,
     memory_skip_reason,
+    rate_dtype,
 )
 from hpubench.inventory import Inventory
 from hpubench.launch import Event
@@ -151,7 +151,7 @@ def run_probe(
     if calibrate:
         for acc in dict.fromkeys(pc.cell.accelerator for pc in runnable):
             args += ["--calibrate", f"{acc}:host" if acc in host_accelerators else acc]
-        for dtype in dict.fromkeys(PRECISION_DTYPE.get(pc.cell.precision, "fp32") for pc in runnable):
+        for dtype in dict.fromkeys(rate_dtype(pc.cell.precision) for pc in runnable):
             args += ["--dtype", dtype]
     try:
         if runner is not None:

@@ -20,7 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from hpubench.cell import FIRST_RELEASE_DIMENSIONS, MODES, PRECISIONS
+from hpubench import precisions
+from hpubench.cell import FIRST_RELEASE_DIMENSIONS, MODES
 
 REQUIRED_CELL_FIELDS: tuple[str, ...] = FIRST_RELEASE_DIMENSIONS
 # Metrics whose value may legitimately be NaN or infinite: a loss that diverged is a fact to record.
@@ -127,9 +128,11 @@ def _check_cell(cell: object) -> None:
             raise RecordError(f"cell.{name}", f"must be a non-empty name, got {v!r}")
     _int(cell, "devices", "cell.", 1)
     _int(cell, "nodes", "cell.", 1)
-    if cell["precision"] not in PRECISIONS:
+    known = precisions.names()  # built-in and installed: a plugin's precision reads where it is installed
+    if cell["precision"] not in known:
         raise RecordError(
-            "cell.precision", f"must be one of {', '.join(PRECISIONS)}, got {cell['precision']!r}"
+            "cell.precision",
+            f"must be one of {', '.join(known)} (or an installed one), got {cell['precision']!r}",
         )
     if cell["mode"] not in MODES:
         raise RecordError("cell.mode", f"must be one of {', '.join(MODES)}, got {cell['mode']!r}")

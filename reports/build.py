@@ -22,9 +22,8 @@ import jinja2
 import pandas as pd
 
 import hpubench
-from hpubench import dimensions, stats
+from hpubench import dimensions, precisions, stats
 from hpubench.compare import Comparison
-from hpubench.peaks import PRECISION_DTYPE
 from hpubench.pricing import Tables
 from hpubench.store import added_dimension_columns
 from reports import charts, fmt, observed
@@ -131,7 +130,7 @@ def _text(x: Any, **kw: str) -> TableCell:
 
 def _peak_title(r: pd.Series) -> str:
     if fmt.missing(r["peak_tflops"]):
-        dtype = PRECISION_DTYPE.get(str(r["precision"]), "?")
+        dtype = precisions.peak_dtype(str(r["precision"])) or "?"
         return f"no published {dtype} peak for this device in the peak table: no MFU rather than a guess"
     est = " (ESTIMATE: unconfirmed figure)" if r["peak_estimate"] else ""
     return (

@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.peaks import PEAKS, PRECISION_DTYPE, PeakEntry, PeakFigure, entry_for, mfu, peak_for
+from hpubench.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, peak_for
+from hpubench.precisions import PRECISIONS
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
 
@@ -47,7 +48,7 @@ def test_device_names_match_their_entry(acc, name, entry):
 @pytest.mark.parametrize(("acc", "name"), UNMATCHED)
 def test_unknown_devices_get_no_peak(acc, name):
     assert entry_for(acc, name) is None
-    assert all(peak_for(acc, name, p) is None for p in PRECISION_DTYPE)
+    assert all(peak_for(acc, name, p) is None for p in PRECISIONS)
 
 
 def test_rules_are_mutually_exclusive():
