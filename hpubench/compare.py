@@ -191,7 +191,7 @@ class Comparison:
         return estimator_name(self.statistic, self.test)
 
 
-def _by_match_key(results: Sequence[CellResult], side: str) -> dict[str, CellRuns]:
+def by_match_key(results: Sequence[CellResult], side: str) -> dict[str, CellRuns]:
     out: dict[str, CellRuns] = {}
     for runs in group_runs(results):
         other = out.get(runs.cell.match_key)
@@ -205,7 +205,7 @@ def _by_match_key(results: Sequence[CellResult], side: str) -> dict[str, CellRun
     return out
 
 
-def _check_schema(base: Sequence[CellResult], candidate: Sequence[CellResult]) -> None:
+def check_schema(base: Sequence[CellResult], candidate: Sequence[CellResult]) -> None:
     b, c = sorted({r.schema for r in base}), sorted({r.schema for r in candidate})
     if len(set(b) | set(c)) > 1:
         raise UsageError(
@@ -214,7 +214,7 @@ def _check_schema(base: Sequence[CellResult], candidate: Sequence[CellResult]) -
         )
 
 
-def _check_same_workload(key: str, base: CellRuns, cand: CellRuns) -> None:
+def check_same_workload(key: str, base: CellRuns, cand: CellRuns) -> None:
     """A cell whose step means different work on each side would make any ratio meaningless."""
     steps = {
         (r.metrics.samples_per_step, r.metrics.tokens_per_step, r.metrics.flops_per_step)
@@ -278,15 +278,15 @@ def compare(
 
     ``statistic`` and ``test`` are those of :func:`hpubench.estimator.estimate_change`; a test must be
     able to reach half of 1 - confidence on each side, the level the 95% interval stands for."""
-    _check_schema(base, candidate)
-    b_map, c_map = _by_match_key(base, "base"), _by_match_key(candidate, "candidate")
+    check_schema(base, candidate)
+    b_map, c_map = by_match_key(base, "base"), by_match_key(candidate, "candidate")
     cells: list[CellComparison] = []
     not_comparable: list[NotComparable] = []
     for key, b in b_map.items():
         c = c_map.get(key)
         if c is None:
             continue
-        _check_same_workload(key, b, c)
+        check_same_workload(key, b, c)
         be, ce = b.economics(tables), c.economics(tables)
         if be is None or ce is None:
             not_comparable.append(NotComparable(key, b, c))

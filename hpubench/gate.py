@@ -95,9 +95,9 @@ from hpubench.compare import (
     QUALITY_SEVERITY,
     UNCOMPARABLE_QUALITIES,
     CellRuns,
-    _by_match_key,
-    _check_same_workload,
-    _check_schema,
+    by_match_key,
+    check_same_workload,
+    check_schema,
 )
 from hpubench.errors import UsageError
 from hpubench.estimator import (
@@ -471,8 +471,8 @@ def gate(
         raise UsageError("the baseline holds no result records; fix: point --baseline at a saved run")
     if not current:
         raise UsageError("the current results hold no records; fix: point --current at a finished run")
-    _check_schema(baseline, current)
-    b_map, c_map = _by_match_key(baseline, "baseline"), _by_match_key(current, "current")
+    check_schema(baseline, current)
+    b_map, c_map = by_match_key(baseline, "baseline"), by_match_key(current, "current")
     matched = [k for k in b_map if k in c_map]
     if not matched:
         raise UsageError(
@@ -549,7 +549,7 @@ def gate(
                 **quality,
             )
         else:
-            _check_same_workload(key, b, c)
+            check_same_workload(key, b, c)
             if not _comparable(b) or not _comparable(c):
                 why = "; ".join(_left_out(b, c))
                 settled[key] = CellVerdict(

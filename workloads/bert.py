@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workloads import register
 from workloads.base import Batch, SizeSpec, Workload
+from workloads.registry import register
 
 MASK_PROB = 0.15
 MASK_ID = 4  # ids 0-4 are reserved specials ([PAD], [UNK], [CLS], [SEP], [MASK]); data uses 5..vocab-1

@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workloads import register
 from workloads.base import Batch, SizeSpec, Workload
+from workloads.registry import register
 
 
 @dataclass(frozen=True)

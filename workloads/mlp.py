@@ -13,8 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workloads import register
 from workloads.base import Batch, SizeSpec, Workload
+from workloads.registry import register
 
 IMAGE_SHAPE = (1, 28, 28)
 NUM_CLASSES = 10

@@ -45,11 +45,11 @@ class Fileload(Workload):
 
 @pytest.fixture(autouse=True)
 def _registry_restored() -> Iterator[None]:
-    saved = dict(workloads._REGISTRY)
+    saved = dict(workloads.registry._REGISTRY)
     modules = set(sys.modules)
     yield
-    workloads._REGISTRY.clear()
-    workloads._REGISTRY.update(saved)
+    workloads.registry._REGISTRY.clear()
+    workloads.registry._REGISTRY.update(saved)
     for name in set(sys.modules) - modules:
         if name.startswith(("hpubench_workload_file_", "wl_plugin_")):
             del sys.modules[name]
@@ -118,7 +118,7 @@ def test_register_rejects_bad_classes(attrs: dict[str, object], match: str) -> N
     bad = type("Bad", (_Good,), attrs)
     with pytest.raises(ValueError, match=match):
         workloads.register(bad)
-    assert "Bad" not in {c.__name__ for c in workloads._REGISTRY.values()}
+    assert "Bad" not in {c.__name__ for c in workloads.registry._REGISTRY.values()}
 
 
 def test_register_rejects_missing_name_abstract_classes_and_non_workloads() -> None:
@@ -189,11 +189,11 @@ def test_load_file_problems_are_one_line_usage_errors(
     write: Callable[[str, str], Path], source: str, parts: list[str]
 ) -> None:
     path = write("broken.py", source)
-    before = dict(workloads._REGISTRY)
+    before = dict(workloads.registry._REGISTRY)
     with pytest.raises(UsageError) as err:
         workloads.load_file(str(path))
     _assert_one_line(err, path, *parts)
-    assert before == workloads._REGISTRY  # nothing half-registered
+    assert before == workloads.registry._REGISTRY  # nothing half-registered
     assert not [m for m in sys.modules if m.startswith("hpubench_workload_file_")]
 
 
@@ -277,14 +277,14 @@ def test_broken_entry_points_are_one_line_usage_errors(
     if source is not None:
         write(f"{module}.py", source)
     entry_points(("broken", module + attr))
-    before = dict(workloads._REGISTRY)
+    before = dict(workloads.registry._REGISTRY)
     with pytest.raises(UsageError) as err:
         workloads.load_entry_points()
     message = str(err.value)
     assert "\n" not in message and "'broken'" in message and "uninstall" in message
     for part in parts:
         assert part in message, message
-    assert before == workloads._REGISTRY
+    assert before == workloads.registry._REGISTRY
 
 
 def test_two_files_cannot_claim_the_same_name(tmp_path: Path) -> None:

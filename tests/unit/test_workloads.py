@@ -24,10 +24,10 @@ META = torch.device("meta")
 
 @pytest.fixture(autouse=True)
 def _registry_restored() -> Iterator[None]:
-    saved = dict(workloads._REGISTRY)
+    saved = dict(workloads.registry._REGISTRY)
     yield
-    workloads._REGISTRY.clear()
-    workloads._REGISTRY.update(saved)
+    workloads.registry._REGISTRY.clear()
+    workloads.registry._REGISTRY.update(saved)
 
 
 @pytest.fixture(autouse=True)

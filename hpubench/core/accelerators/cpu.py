@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from hpubench.cell import Cell
 from hpubench.conditions import plan_threads, thread_policy
-from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.core.accelerators.registry import register
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.telemetry.base import TelemetrySource

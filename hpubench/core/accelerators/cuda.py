@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from hpubench.cell import Cell
-from hpubench.core.accelerators import register
 from hpubench.core.accelerators.base import Accelerator, StepFn
+from hpubench.core.accelerators.registry import register
 from hpubench.core.compilecount import CompileCounter, EventCounter
 from hpubench.core.memory import MemoryStats
 from hpubench.doctor import DeviceFacts, Finding, device_findings

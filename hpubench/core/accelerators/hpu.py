@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpubench import peaks
 from hpubench.cell import Cell
-from hpubench.core.accelerators import hpu_doctor, register
+from hpubench.core.accelerators import hpu_doctor
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.accelerators.hpu_rules import (
     ENV_FLAG_PREFIXES,
@@ -33,6 +33,7 @@ from hpubench.core.accelerators.hpu_rules import (
     validate_op_list_env,
     visible_modules,
 )
+from hpubench.core.accelerators.registry import register
 from hpubench.core.compilecount import CompileCounter, Unavailable
 from hpubench.core.memory import MemoryStats
 from hpubench.doctor import DeviceFacts, Finding
