@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 from rich.console import Console
 
 from hpubench import __version__, interrupt
+from hpubench import shard as shard_mod
 from hpubench.autosteps import AutoSteps
 from hpubench.cliopts import dimension_options
 from hpubench.cliparse import check_timeout, out_dir
@@ -183,6 +184,15 @@ BudgetOpt = Annotated[
         "and the run ends within the budget + 10%.",
     ),
 ]
+ShardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        help="Run shard K of N (1/3, 2/3, 3/3: numbered from 1) of the cells, balanced by FLOPs at a nominal "
+        "rate; default: from a Slurm job array (SLURM_ARRAY_TASK_ID/COUNT/MIN), 1/1 = every cell. "
+        "Merge the shards with 'hpubench results merge'.",
+    ),
+]
 IsolationOpt = Annotated[
     str,
     typer.Option(
@@ -307,6 +317,7 @@ def run(
     progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
     budget: BudgetOpt = None,
     estimates_from: EstimatesFromOpt = None,
+    shard: ShardOpt = None,
     wide: WideOpt = False,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
@@ -319,12 +330,13 @@ def run(
     pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
     the threads in force and the share of its CPUs other processes took while it measured.
     """
-    from hpubench import api, cli_estimate
+    from hpubench import api, cli_estimate, shardplan
     from hpubench.core.accelerators import check_environment
     from hpubench.liveview import LiveView
 
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)
+    my_shard = shard_mod.resolve(shard, os.environ)
 
     check_timeout(timeout)
     if isolation not in ("fork", "spawn"):
@@ -369,6 +381,10 @@ def run(
         except UsageError:
             api.abandon_out_dir(out)  # refused before anything was written: leave no trace
             raise
+        shard_info = None
+        if my_shard is not None:
+            plan, pre, shard_info = shardplan.apply(plan, pre, my_shard)
+            err_console.print(shardplan.describe(shard_info), highlight=False, markup=False, soft_wrap=True)
         budget_run = None
         if budget_s is not None:
             budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
@@ -420,6 +436,7 @@ def run(
                 repeat=repeat,
                 options=run_options,
                 budget=budget_run,
+                meta_extra=None if shard_info is None else {"shard": shard_info},
             )
     from hpubench.narrowtable import results_view
 
