@@ -23,6 +23,7 @@ from rich.console import Console
 from hpubench import __version__, interrupt
 from hpubench import shard as shard_mod
 from hpubench.autosteps import AutoSteps
+from hpubench.cli_results import ResultsGroup
 from hpubench.cliopts import dimension_options
 from hpubench.cliparse import check_timeout, out_dir
 from hpubench.envtable import env_table
@@ -581,7 +582,15 @@ def env(workloads_from: FilesOpt = None) -> None:
     out_console.print(f"workloads: {', '.join(catalog)}")
 
 
-@app.command()
+results_app = typer.Typer(
+    cls=ResultsGroup,
+    rich_markup_mode=HELP_STYLE,
+    help="Print the results of one or more runs ('results merge': join shards' run directories).",
+)
+app.add_typer(results_app, name="results")
+
+
+@results_app.command("show")
 def results(
     paths: Annotated[list[Path], typer.Argument(help="Run directories or cells.jsonl files.")],
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
@@ -594,7 +603,8 @@ def results(
     ] = False,
     wide: WideOpt = False,
 ) -> None:
-    """Print the results of one or more runs."""
+    """Print the results of one or more runs ('hpubench results merge DIR... -o DIR' joins the run
+    directories of a sharded run into one: see 'hpubench results merge --help')."""
     from hpubench.narrowtable import results_view
     from hpubench.store import load_results, to_dataframe
 
@@ -699,9 +709,11 @@ def compare(
 
 from hpubench.cli_doctor import register as _register_doctor  # noqa: E402 - needs the app above
 from hpubench.cli_gate import register as _register_ci_commands  # noqa: E402 - needs the app above
+from hpubench.cli_results import register as _register_results  # noqa: E402 - needs the app above
 
 _register_ci_commands(app, out_console, err_console)  # gate, baseline save|list, export
 _register_doctor(app, out_console, err_console)  # doctor
+_register_results(results_app, out_console, err_console)  # results merge
 
 
 def main(argv: list[str] | None = None) -> None:
