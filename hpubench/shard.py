@@ -84,7 +84,7 @@ def _int_var(environ: Mapping[str, str], name: str, default: int | None = None) 
 
 def shard_from_env(environ: Mapping[str, str]) -> Shard | None:
     """The shard of this Slurm array task, or None outside a job array (see the module docstring)."""
-    if environ.get(SLURM_ID) is None:
+    if not (environ.get(SLURM_ID) or "").strip():  # unset, or set empty: not an array task
         return None
     task = _int_var(environ, SLURM_ID)
     count = _int_var(environ, SLURM_COUNT)
