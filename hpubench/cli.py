@@ -709,11 +709,13 @@ def compare(
 
 from hpubench.cli_doctor import register as _register_doctor  # noqa: E402 - needs the app above
 from hpubench.cli_gate import register as _register_ci_commands  # noqa: E402 - needs the app above
+from hpubench.cli_history import register as _register_history  # noqa: E402 - needs the app above
 from hpubench.cli_results import register as _register_results  # noqa: E402 - needs the app above
 
 _register_ci_commands(app, out_console, err_console)  # gate, baseline save|list, export
 _register_doctor(app, out_console, err_console)  # doctor
 _register_results(results_app, out_console, err_console)  # results merge
+_register_history(app, out_console, err_console)  # history
 
 
 def main(argv: list[str] | None = None) -> None:
