@@ -627,3 +627,15 @@ for args, fragment in [
     (["results", "merge", "-o", "m"], "missing"),
 ]:
     add("results", " ".join(args), args, fragment)
+
+# history (hpubench.cli_history): saved baselines in, one HTML page out.
+for args, fragment in [
+    (["history", "--dir", "bl", "-o", "h.html"], "at least 2"),
+    (["history", "main", "nosuch", "--dir", "bl", "-o", "h.html"], "nosuch"),
+    (["history", "--dir", "bl", "--order", "alphabetical", "-o", "h.html"], "--order"),
+    (["history", "--dir", "bl", "-o", "h.txt"], "suffix"),
+    (["history", "--dir", "bl", "-o", "run/h.html"], "inside the results directory"),
+    (["history", "--dir", "bl", "--max-regression", "lots", "-o", "h.html"], "--max-regression"),
+    (["history", "--dir", "bl", "--alpha", "2", "-o", "h.html"], "--alpha"),
+]:
+    add("baseline", " ".join(args), args, fragment)
