@@ -206,9 +206,11 @@ def run_plan(
     repeat: int = 1,
     options: RunOptions | None = None,
     budget: BudgetRun | None = None,
+    meta_extra: Mapping[str, Any] | None = None,
 ) -> list[CellResult]:
     """``options``: what to observe beside the figures; traces go under ``out``/traces. ``budget``: steps
-    per cell re-planned before each one to end within the budget (``hpubench.preflight``)."""
+    per cell re-planned before each one to end within the budget (``hpubench.preflight``). ``meta_extra``:
+    more facts for ``meta.json`` (a shard's partition)."""
     node = launcher.cluster
     if node is not None and not node.is_node_zero:
         store: ResultStore = NodeStore(out)
@@ -225,6 +227,7 @@ def run_plan(
                     spec_name=plan.spec.name,
                     repeat=repeat,
                     **({"cluster": asdict(node)} if node is not None else {}),
+                    **(meta_extra or {}),
                 )
             )
         return launcher.run(

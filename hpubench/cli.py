@@ -21,7 +21,9 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 from rich.console import Console
 
 from hpubench import __version__, interrupt
+from hpubench import shard as shard_mod
 from hpubench.autosteps import AutoSteps
+from hpubench.cli_results import ResultsGroup
 from hpubench.cliopts import dimension_options
 from hpubench.cliparse import check_timeout, out_dir
 from hpubench.envtable import env_table
@@ -183,6 +185,15 @@ BudgetOpt = Annotated[
         "and the run ends within the budget + 10%.",
     ),
 ]
+ShardOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--shard",
+        help="Run shard K of N (1/3, 2/3, 3/3: numbered from 1) of the cells, balanced by FLOPs at a nominal "
+        "rate; default: from a Slurm job array (SLURM_ARRAY_TASK_ID/COUNT/MIN), 1/1 = every cell. "
+        "Merge the shards with 'hpubench results merge'.",
+    ),
+]
 IsolationOpt = Annotated[
     str,
     typer.Option(
@@ -307,6 +318,7 @@ def run(
     progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
     budget: BudgetOpt = None,
     estimates_from: EstimatesFromOpt = None,
+    shard: ShardOpt = None,
     wide: WideOpt = False,
 ) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
@@ -319,12 +331,13 @@ def run(
     pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
     the threads in force and the share of its CPUs other processes took while it measured.
     """
-    from hpubench import api, cli_estimate
+    from hpubench import api, cli_estimate, shardplan
     from hpubench.core.accelerators import check_environment
     from hpubench.liveview import LiveView
 
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)
+    my_shard = shard_mod.resolve(shard, os.environ)
 
     check_timeout(timeout)
     if isolation not in ("fork", "spawn"):
@@ -369,6 +382,10 @@ def run(
         except UsageError:
             api.abandon_out_dir(out)  # refused before anything was written: leave no trace
             raise
+        shard_info = None
+        if my_shard is not None:
+            plan, pre, shard_info = shardplan.apply(plan, pre, my_shard)
+            err_console.print(shardplan.describe(shard_info), highlight=False, markup=False, soft_wrap=True)
         budget_run = None
         if budget_s is not None:
             budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
@@ -420,6 +437,7 @@ def run(
                 repeat=repeat,
                 options=run_options,
                 budget=budget_run,
+                meta_extra=None if shard_info is None else {"shard": shard_info},
             )
     from hpubench.narrowtable import results_view
 
@@ -564,7 +582,15 @@ def env(workloads_from: FilesOpt = None) -> None:
     out_console.print(f"workloads: {', '.join(catalog)}")
 
 
-@app.command()
+results_app = typer.Typer(
+    cls=ResultsGroup,
+    rich_markup_mode=HELP_STYLE,
+    help="Print the results of one or more runs ('results merge': join shards' run directories).",
+)
+app.add_typer(results_app, name="results")
+
+
+@results_app.command("show")
 def results(
     paths: Annotated[list[Path], typer.Argument(help="Run directories or cells.jsonl files.")],
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
@@ -577,7 +603,8 @@ def results(
     ] = False,
     wide: WideOpt = False,
 ) -> None:
-    """Print the results of one or more runs."""
+    """Print the results of one or more runs ('hpubench results merge DIR... -o DIR' joins the run
+    directories of a sharded run into one: see 'hpubench results merge --help')."""
     from hpubench.narrowtable import results_view
     from hpubench.store import load_results, to_dataframe
 
@@ -682,9 +709,13 @@ def compare(
 
 from hpubench.cli_doctor import register as _register_doctor  # noqa: E402 - needs the app above
 from hpubench.cli_gate import register as _register_ci_commands  # noqa: E402 - needs the app above
+from hpubench.cli_history import register as _register_history  # noqa: E402 - needs the app above
+from hpubench.cli_results import register as _register_results  # noqa: E402 - needs the app above
 
 _register_ci_commands(app, out_console, err_console)  # gate, baseline save|list, export
 _register_doctor(app, out_console, err_console)  # doctor
+_register_results(results_app, out_console, err_console)  # results merge
+_register_history(app, out_console, err_console)  # history
 
 
 def main(argv: list[str] | None = None) -> None:

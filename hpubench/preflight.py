@@ -94,7 +94,8 @@ def _cache_path() -> Path:
     return Path(base) / "hpubench" / "model-facts.json"
 
 
-def _facts_key(pc: PlannedCell) -> str:
+def facts_key(pc: PlannedCell) -> str:
+    """Where a cell's model facts are kept: ``workload|size|batch`` (batch 0: the size's default)."""
     return f"{pc.cell.workload}|{pc.cell.size}|{pc.cell.batch_size or 0}"
 
 
@@ -146,7 +147,7 @@ def run_probe(
     if not runnable:
         return {}, {}, None
     args = ["--cache", str(_cache_path())]
-    for key in dict.fromkeys(_facts_key(pc) for pc in runnable):
+    for key in dict.fromkeys(facts_key(pc) for pc in runnable):
         args += ["--cell", key]
     if calibrate:
         for acc in dict.fromkeys(pc.cell.accelerator for pc in runnable):
@@ -163,7 +164,7 @@ def run_probe(
     facts_out: dict[str, dict[str, Any]] = {}
     by_default = {f"{k.split('|')[0]}|{k.split('|')[1]}": v for k, v in data["facts"].items()}
     for pc in runnable:
-        key = _facts_key(pc)
+        key = facts_key(pc)
         size_key = f"{pc.cell.workload}|{pc.cell.size}"
         hit = data["facts"].get(key) if pc.cell.batch_size else by_default.get(size_key)
         if hit is not None:
@@ -191,7 +192,8 @@ def load_measured(paths: Iterable[str]) -> dict[str, Measured]:
     return out
 
 
-def _model_facts(entry: dict[str, Any] | None) -> ModelFacts | None:
+def model_facts(entry: dict[str, Any] | None) -> ModelFacts | None:
+    """The probe's entry for one ``facts_key`` as ModelFacts; None where the probe could not count it."""
     if not entry or "error" in entry:
         return None
     return ModelFacts(
@@ -228,7 +230,7 @@ def estimate_plan(
             mode=c.mode,
             world_size=c.world_size,
             ranks_sharing=c.devices if shared else 1,
-            facts=_model_facts(facts.get(_facts_key(pc))),
+            facts=model_facts(facts.get(facts_key(pc))),
             calibration=calibrations.get(c.accelerator),
             peak_tflops=peak.tflops if peak is not None else None,
             measured=measured.get(c.key),

@@ -593,3 +593,49 @@ for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
         env={"HPUBENCH_PLUGIN_IMPORT_TIMEOUT": value},
         files={"p.py": "import time\ntime.sleep(3600)\n"},
     )
+
+# Shards (hpubench.shard): --shard K/N numbered from 1, or a Slurm job array's environment.
+for value in ["3/2", "0/0", "a/b", "", "1/0", "0/3", "2", "-1/3", "1/2/3"]:
+    add("cli", f"run --shard {value!r}", [*RUN, "--shard", value], "--shard")
+for env, fragment in [
+    ({"SLURM_ARRAY_TASK_ID": "abc", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "0"}, "TASK_ID"),
+    ({"SLURM_ARRAY_TASK_ID": "1"}, "SLURM_ARRAY_TASK_COUNT"),
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "x", "SLURM_ARRAY_TASK_MIN": "0"}, "TASK_COUNT"),
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "?"}, "TASK_MIN"),
+    ({"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "0"}, "outside"),
+    (
+        {
+            "SLURM_ARRAY_TASK_ID": "1",
+            "SLURM_ARRAY_TASK_COUNT": "3",
+            "SLURM_ARRAY_TASK_MIN": "0",
+            "SLURM_ARRAY_TASK_MAX": "9",
+        },
+        "gaps",
+    ),
+]:
+    add("env", " ".join(f"{k}={v}" for k, v in env.items()), [*RUN, "-w", "mlp"], fragment, env=env)
+
+# results merge (hpubench.mergerun): inputs must be run directories, the output a new directory.
+for args, fragment in [
+    (["results", "merge", "no_such_dir", "-o", "m"], "no_such_dir"),
+    (["results", "merge", "keep.txt", "-o", "m"], "keep.txt"),
+    (["results", "merge", "run", "-o", "run"], "one of the inputs"),
+    (["results", "merge", "run", "-o", "bl/main"], "already holds a run"),
+    (["results", "merge", "run", "-o", "keep.txt"], "is a file"),
+    (["results", "merge", "run", "-o", "run/inner"], "inside the results directory"),
+    (["results", "merge", "run"], "--out"),
+    (["results", "merge", "-o", "m"], "missing"),
+]:
+    add("results", " ".join(args), args, fragment)
+
+# history (hpubench.cli_history): saved baselines in, one HTML page out.
+for args, fragment in [
+    (["history", "--dir", "bl", "-o", "h.html"], "at least 2"),
+    (["history", "main", "nosuch", "--dir", "bl", "-o", "h.html"], "nosuch"),
+    (["history", "--dir", "bl", "--order", "alphabetical", "-o", "h.html"], "--order"),
+    (["history", "--dir", "bl", "-o", "h.txt"], "suffix"),
+    (["history", "--dir", "bl", "-o", "run/h.html"], "inside the results directory"),
+    (["history", "--dir", "bl", "--max-regression", "lots", "-o", "h.html"], "--max-regression"),
+    (["history", "--dir", "bl", "--alpha", "2", "-o", "h.html"], "--alpha"),
+]:
+    add("baseline", " ".join(args), args, fragment)
