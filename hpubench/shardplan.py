@@ -22,14 +22,15 @@ from typing import Any
 
 from hpubench import shard as shard_mod
 from hpubench.cell import PlannedCell
-from hpubench.estimate import PRECISION_DTYPE, Calibration, estimate_cell
+from hpubench.estimate import Calibration, estimate_cell
 from hpubench.estimate import fixed_s as estimate_fixed_s
+from hpubench.peaks import DTYPES
 from hpubench.preflight import Preflight, facts_key, model_facts
 
 NOMINAL_TFLOPS = 1.0  # one rate for every dtype: a weight, not a prediction
 NOMINAL_PER_OP_S = 20e-6
 NOMINAL = Calibration(
-    tflops={dtype: NOMINAL_TFLOPS for dtype in set(PRECISION_DTYPE.values())},
+    tflops=dict.fromkeys(DTYPES, NOMINAL_TFLOPS),  # every dtype a precision may declare
     per_op_s=NOMINAL_PER_OP_S,
     source="nominal rate (the same on every machine)",
 )

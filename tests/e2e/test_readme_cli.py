@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-COMMANDS = ("list cells", "list workloads", "baseline save", "baseline list")  # two-word commands first
-SINGLE = ("run", "doctor", "env", "results", "report", "compare", "profile", "gate", "export")
+COMMANDS = ("list cells", "list workloads", "baseline save", "baseline list", "results merge")  # two-word commands first
+SINGLE = ("run", "doctor", "env", "results", "report", "compare", "profile", "gate", "export", "history")
 
 
 def synopsis() -> list[tuple[str, str]]:
