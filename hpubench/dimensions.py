@@ -313,6 +313,20 @@ BUILTIN: tuple[Dimension, ...] = (
         split=False,  # name=value pairs are not comma-split: values may hold commas
         example="extra_work=0.1",
     ),
+    Dimension(
+        "strategy",
+        "single, ddp or fsdp (torch fully_shard; transformer blocks sharded one by one); default auto: "
+        "single on one device, ddp on several.",
+        v.parse_one_of("strategy", (*v.STRATEGIES, v.BY_LAYOUT)),
+        v.BY_LAYOUT,
+        layout=True,  # scaling compares an fsdp cell with the 1-device cell too
+        meta=(v.BY_LAYOUT,),
+        names=v.strategy_names,
+        resolve=v.resolve_strategy,
+        matches=v.strategy_match,
+        rules=(v.strategy_misfits_layout, v.strategy_refuses_precision),
+        example="fsdp",
+    ),
 )
 for _dim in BUILTIN:
     register(_dim)

@@ -1,7 +1,8 @@
 """The values of the built-in matrix dimensions: parsers, command-line lexers, expansion and skip rules.
 
 ``hpubench.dimensions`` declares each dimension with these functions; nothing else calls them directly
-except ``cluster.multi_process_skip_reason`` (the worker asks :func:`graphs_with_several_ranks` again).
+except ``cluster.multi_process_skip_reason`` (the worker asks :func:`graphs_with_several_ranks` again) and
+``core.strategies`` (the strategy a cell runs, :func:`strategy_of`, and its rules, asked again).
 Pure: no torch, no I/O.
 """
 
@@ -292,9 +293,65 @@ def too_many_devices(cell: Any, inventory: Inventory) -> str | None:
 def graphs_with_several_ranks(cell: Any, _inventory: Inventory | None = None) -> str | None:
     """Combinations the data-parallel path does not run (the matrix and the worker both ask)."""
     if cell.devices * cell.nodes > 1 and cell.graphs:
+        if strategy_of(cell) == "fsdp":
+            return (
+                "graph capture is not combined with FSDP cells: the all-gathers and reduce-scatters would "
+                "have to be captured inside the graph"
+            )
         return (
             "graph capture is not combined with data-parallel (DDP) cells: the all-reduce would have to be "
             "captured inside the graph"
+        )
+    return None
+
+
+# ---- strategy: how the processes of a cell share the model ------------------------------------------
+
+STRATEGIES: tuple[str, ...] = ("single", "ddp", "fsdp")
+BY_LAYOUT = "auto"  # the default: single on one device, ddp on several (what every cell ran before)
+
+
+def layout_strategy(world_size: int) -> str:
+    """The strategy a cell of ``world_size`` processes runs when none is named."""
+    return "single" if world_size == 1 else "ddp"
+
+
+def strategy_of(cell: Any) -> str:
+    """The strategy a cell runs: its own, or the default for its layout (``Cell.extra`` holds it only
+    away from that default, so records written before the dimension existed read as what they ran)."""
+    named = dict(cell.extra).get("strategy", BY_LAYOUT)
+    return layout_strategy(cell.devices * cell.nodes) if named == BY_LAYOUT else str(named)
+
+
+def resolve_strategy(v: str, cell: Mapping[str, Any], _ctx: Context) -> list[dict[str, Any]]:
+    # The layout's own strategy is the default, whichever way it was named: one cell, its old key.
+    return [{"strategy": BY_LAYOUT if v == layout_strategy(cell["devices"] * cell["nodes"]) else v}]
+
+
+def strategy_match(cell: Any, v: Any) -> bool:
+    """An exclude's strategy value matches the strategy the cell runs ("auto": the layout's default)."""
+    return strategy_of(cell) == (layout_strategy(cell.world_size) if v == BY_LAYOUT else v)
+
+
+def strategy_names(_ctx: Context) -> Sequence[str]:
+    return STRATEGIES
+
+
+def strategy_misfits_layout(cell: Any, _inventory: Inventory | None = None) -> str | None:
+    name, world = strategy_of(cell), cell.devices * cell.nodes
+    layout = f"devices={cell.devices} x nodes={cell.nodes}"
+    if name == "single" and world > 1:
+        return f"strategy single runs one process, but {layout} makes {world}; use ddp or fsdp"
+    if name != "single" and world == 1:
+        return f"strategy {name} needs several processes, but {layout} makes one; use devices >= 2"
+    return None
+
+
+def strategy_refuses_precision(cell: Any, _inventory: Inventory | None = None) -> str | None:
+    if strategy_of(cell) == "fsdp" and cell.precision == "fp8":
+        return (
+            "fp8 is not combined with FSDP cells: transformer_engine's fp8 layers keep scaling state that "
+            "fully_shard does not shard; untested, so not run"
         )
     return None
 

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from hpubench import numfmt
 from hpubench.quality import OK, PARTIAL, assess_repeats
+from hpubench.ranks import rank_peaks
 from hpubench.record import CellResult
 from hpubench.scaling import scaling_efficiencies
 from hpubench.shortkeys import shorten
@@ -118,6 +119,18 @@ def _notes(results: Sequence[CellResult], short: dict[str, str]) -> list[str]:
     return lines
 
 
+def rank_peak_lines(results: Sequence[CellResult], short: dict[str, str] | None = None) -> list[str]:
+    """Each rank's own peak memory, one line per cell of several ranks (its first record that has them):
+    the table's peak is the highest rank's, so what sharding (fsdp) saves per rank shows here."""
+    lines: dict[str, str] = {}
+    for r in results:
+        peaks = rank_peaks(r.runtime) if r.status == "ok" else None
+        if peaks and len(peaks) > 1 and r.key not in lines:
+            shown = ", ".join(numfmt.size(p) for p in peaks)
+            lines[r.key] = f"{(short or {}).get(r.key, r.key)}: {shown} ({r.runtime.get('strategy', '?')})"
+    return ["peak memory per rank (rank 0, 1, ...):\n" + "\n".join(lines.values())] if lines else []
+
+
 def compact_results_table(results: Sequence[CellResult], title: str = "") -> list[RenderableType]:
     """The table and the lines under it, to print in order."""
     common, rows, short = compact_rows(results)
@@ -153,6 +166,7 @@ def compact_results_table(results: Sequence[CellResult], title: str = "") -> lis
             "± the range of the runs. Warm-up excluded, device synchronised per step. --wide: every column."
         )
     )
+    under += [Text(line) for line in rank_peak_lines(results, short)]
     notes = _notes(results, short)
     if notes:
         under.append(Text("why not ok:\n" + "\n".join(notes)))
@@ -164,5 +178,5 @@ def results_view(
 ) -> list[RenderableType]:
     """What to print for these results on a console ``width`` columns wide: full or compact."""
     if wide or width >= WIDE_MIN_COLUMNS:
-        return [results_table(results, title=title)]
+        return [results_table(results, title=title), *(Text(line) for line in rank_peak_lines(results))]
     return compact_results_table(results, title)

@@ -84,6 +84,7 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
             }
             for s in ranks
         ],
+        "peak_memory_per_rank_bytes": peaks,  # each rank's own peak, in rank order (None: not measured)
         "peak_memory_max_bytes": max(p for p, _ in known) if known else None,
         "peak_memory_max_rank": worst if known else None,
         "peak_memory_sum_bytes": sum(p for p, _ in known) if known else None,
@@ -99,3 +100,19 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
         memory=memory,
         runtime=runtime,
     )
+
+
+def rank_peaks(runtime: dict[str, Any]) -> list[int | None] | None:
+    """Each rank's peak memory, in rank order, from a record's runtime; None for a one-process cell.
+
+    Records written before ``peak_memory_per_rank_bytes`` existed keep the same figures per rank entry.
+    """
+    dist = runtime.get("distributed")
+    if not isinstance(dist, dict):
+        return None
+    if isinstance(dist.get("peak_memory_per_rank_bytes"), list):
+        return list(dist["peak_memory_per_rank_bytes"])
+    ranks = dist.get("ranks")
+    if not isinstance(ranks, list) or not ranks:
+        return None
+    return [r.get("peak_memory_bytes") if isinstance(r, dict) else None for r in ranks]

@@ -38,11 +38,14 @@ class Scaling:
 
 def workload_identity(cell: Cell) -> tuple[object, ...]:
     """What must match between an N-device cell and its 1-device baseline: every dimension but the
-    layout (``Dimension.layout``: devices and nodes), added dimensions included."""
+    layout (``Dimension.layout``: devices, nodes, strategy), added dimensions included."""
+    layout = {d.name for d in dimensions.all_dimensions() if d.layout}
     own = tuple(
-        cell.value(d.name) for d in dimensions.all_dimensions() if not d.layout and d.name in CELL_FIELDS
+        cell.value(d.name)
+        for d in dimensions.all_dimensions()
+        if d.name not in layout and d.name in CELL_FIELDS
     )
-    return (*own, cell.extra)
+    return (*own, tuple((k, v) for k, v in cell.extra if k not in layout))
 
 
 def _time(r: CellResult) -> float | None:

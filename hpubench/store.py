@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 from hpubench import dimensions
 from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
+from hpubench.dimvalues import strategy_of
 from hpubench.errors import UsageError, WriteFailed
 from hpubench.inventory import Inventory
 from hpubench.outfile import os_error_text
+from hpubench.ranks import rank_peaks
 from hpubench.record import SCHEMA_VERSION, STATUS_FAILED, STATUS_OK, CellResult, Metrics
 from hpubench.recordcheck import RecordError
 
@@ -381,6 +383,7 @@ COLUMNS: tuple[str, ...] = (
     "memory_source",
     *(f"memory_{f}" for f in _MEMORY_FIELDS),
     *RUNTIME_COLUMNS,
+    "peak_memory_per_rank_bytes",
     *(c for c, _ in _OBSERVED_COLUMNS),
     "profile_top_op",
     "memory_timeline_points",
@@ -417,6 +420,8 @@ def _row(r: CellResult) -> dict[str, Any]:
         for part in path:
             value = value.get(part) if isinstance(value, dict) else None
         row[col] = value
+    row["strategy"] = row["strategy"] or strategy_of(cell)  # a cell that never ran: the one it would run
+    row["peak_memory_per_rank_bytes"] = rank_peaks(r.runtime)  # a list, or None for one process
     for col, (name, attr) in _OBSERVED_COLUMNS:
         row[col] = getattr(getattr(r, name), attr, None)
     row["profile_top_op"] = r.profile.top_ops[0].name if r.profile and r.profile.top_ops else None
@@ -425,8 +430,9 @@ def _row(r: CellResult) -> dict[str, Any]:
 
 
 def added_dimensions(results: Iterable[CellResult]) -> list[str]:
-    """The added dimensions (``Cell.extra``) any of these cells has away from its default, sorted."""
-    return sorted({name for r in results for name, _ in r.cell.extra})
+    """The added dimensions (``Cell.extra``) any of these cells has away from its default, sorted; one
+    that already has a column of its own (``strategy``) is shown there."""
+    return sorted({name for r in results for name, _ in r.cell.extra} - set(COLUMNS))
 
 
 def added_dimension_columns(columns: Iterable[str]) -> list[str]:

@@ -116,7 +116,7 @@ def _run(
     acc_cls = accelerators.get(cell.accelerator)
     if not acc_cls.is_available():
         raise CellSkipped(f"no {cell.accelerator} device is available in this process")
-    # SingleDevice, or DDP joining the process group torch.distributed's elastic agent started us in.
+    # SingleDevice, or DDP / FSDP joining the process group torch.distributed's elastic agent started us in.
     strategy = strategies.for_cell(cell)
     index = acc_cls.rank_device_index(cell, strategy.local_rank)
     acc = acc_cls(index)
@@ -156,8 +156,10 @@ def _run(
     torch.manual_seed(SEED)
     model = workload.build_model(cell.size).to(device)
     prepared = precision.prepare(cell.precision, model, acc)
-    model = strategy.wrap_model(prepared.model)
+    model = strategy.wrap_model(prepared.model, workload.blocks(prepared.model))
     model.train()
+    if strategy.world_size > 1:
+        runtime["distributed"].update(strategy.facts())
     runtime["precision"] = prepared.describe
 
     # Own data per rank, as a sharded dataset gives: the all-reduce then averages different gradients.

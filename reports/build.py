@@ -164,6 +164,7 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
         Column("mode", "Mode", "execution mode in force (read back from the run)"),
         Column("graphs", "Graphs", "HPU graphs / CUDA graphs"),
         Column("devices", "Dev × nodes"),
+        Column("strategy", "Strategy", "single, ddp or fsdp: how the processes share the model"),
         Column("batch", "Batch", "per-device batch size that ran", numeric=True),
         Column("status", "Status"),
         Column(
@@ -193,7 +194,7 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
         Column(
             "memory_peak_allocated_bytes",
             "Peak MiB",
-            "peak memory; hover a value for its source",
+            "peak memory (several ranks: the highest, each rank's below); hover a value for its source",
             numeric=True,
         ),
         Column(
@@ -256,6 +257,7 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             "mode": _text(r["mode"], title=mode_title),
             "graphs": _text("on" if r["graphs"] else "off"),
             "devices": TableCell(f"{r['devices']}×{r['nodes']}", sort=repr(float(r["world_size"]))),
+            "strategy": _text(r["strategy"]),
             "batch": _number(r["batch_size_resolved"], text=_int(r["batch_size_resolved"])),
             **{name: _text(fmt.MISSING if fmt.missing(r[name]) else str(r[name])) for name in added},
             "status": TableCell(
@@ -282,6 +284,7 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             "memory_peak_allocated_bytes": _number(
                 r["memory_peak_allocated_bytes"],
                 text=fmt.mib(r["memory_peak_allocated_bytes"]),
+                sub=fmt.rank_mib(r["peak_memory_per_rank_bytes"]),
                 title=f"source: {r['memory_source']}" if not fmt.missing(r["memory_source"]) else "",
             ),
             "mfu": _number(

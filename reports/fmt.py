@@ -55,6 +55,13 @@ def mib(n: Any) -> str:
     return MISSING if missing(n) else f"{float(n) / 2**20:,.0f}"
 
 
+def rank_mib(peaks: Any) -> str:
+    """Each rank's peak memory in MiB ("per rank: 120 / 118"), or "" for a one-process cell."""
+    if not isinstance(peaks, (list, tuple)) or len(peaks) < 2:
+        return ""
+    return "per rank: " + " / ".join(mib(p) for p in peaks)
+
+
 def ms(seconds: Any) -> str:
     return MISSING if missing(seconds) else num(float(seconds) * 1e3)
 

@@ -44,6 +44,12 @@ class Workload(ABC):
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """Forward pass and scalar loss for one batch."""
 
+    def blocks(self, model: nn.Module) -> list[nn.Module]:
+        """The model's repeated blocks (transformer layers), in order: a sharding strategy (fsdp) shards
+        each one on its own, then the rest of the model. Default: the entries of the model's top-level
+        ``nn.ModuleList`` attributes (gpt's ``blocks``, bert's ``layers``); none for other models."""
+        return [m for child in model.children() if isinstance(child, nn.ModuleList) for m in child]
+
     def tokens_per_sample(self, size: str) -> int | None:
         """Tokens in one sample for sequence workloads (tokens/s is then reported), else None."""
         return None

@@ -11,7 +11,7 @@ import hashlib
 import os
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -20,6 +20,7 @@ from torch import nn
 from hpubench.cell import Cell
 from hpubench.cluster import multi_process_skip_reason
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.dimvalues import strategy_misfits_layout, strategy_of, strategy_refuses_precision
 from hpubench.errors import CellSkipped
 
 
@@ -42,8 +43,13 @@ class Strategy(ABC):
     @abstractmethod
     def setup(self, acc: Accelerator) -> None: ...
 
-    def wrap_model(self, model: nn.Module) -> nn.Module:
+    def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
+        """The model as this strategy trains it; ``blocks`` are its repeated blocks (``Workload.blocks``)."""
         return model
+
+    def facts(self) -> dict[str, Any]:
+        """What the wrapping did, for ``runtime["distributed"]`` (nothing for most strategies)."""
+        return {}
 
     @abstractmethod
     def gather(self, obj: Any) -> list[Any]:
@@ -129,7 +135,7 @@ class DDP(Strategy):
         return os.getppid()
 
     @classmethod
-    def from_env(cls, cell: Cell, environ: Mapping[str, str] | None = None) -> DDP:
+    def from_env(cls, cell: Cell, environ: Mapping[str, str] | None = None) -> DDP:  # or a subclass
         """The rank this process was given; refuses a group whose size is not the cell's nodes x devices."""
         env = os.environ if environ is None else environ
         missing = [k for k in RANK_ENV if k not in env]
@@ -177,7 +183,7 @@ class DDP(Strategy):
             self._device_ids = ids
             self._barrier_ids = ids
 
-    def wrap_model(self, model: nn.Module) -> nn.Module:
+    def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(model, device_ids=self._device_ids)
@@ -255,11 +261,77 @@ class DDP(Strategy):
         }
 
 
+class FSDP(DDP):
+    """Fully sharded data parallel (``torch.distributed.fsdp.fully_shard``): each rank keeps a shard of
+    every parameter, gradient and optimizer state; a sharded unit's parameters are all-gathered for its
+    forward and backward and its gradients reduce-scattered. Each repeated block of the model is its own
+    unit (so only one block is whole at a time), then the root takes the rest. Joins the process group as
+    DDP does; the mesh is one dimension over all ranks, on the accelerator's device type.
+    """
+
+    name = "fsdp"
+
+    def setup(self, acc: Accelerator) -> None:
+        super().setup(acc)
+        self._device_type = acc.torch_device().type
+        self._units: list[str] = []
+
+    def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
+        # Deferred like torch.distributed above: single-device cells never import the FSDP stack.
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh(self._device_type, (self.world_size,))
+        names = {id(m): n for n, m in model.named_modules()}
+        for block in blocks:
+            fully_shard(block, mesh=mesh)
+            self._units.append(names.get(id(block), type(block).__name__))
+        fully_shard(model, mesh=mesh)
+        self._units.append("(root)")
+        return model
+
+    def facts(self) -> dict[str, Any]:
+        return {"fsdp_units": list(self._units)}
+
+    def replica_check(self, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor]) -> dict[str, Any]:
+        """As DDP's, with every parameter and the probe's gradient gathered whole from the shards
+        (collective). ``local_grad`` is None: a sharded model has no unsynchronised whole gradient."""
+        params = [p for p in model.parameters() if p.requires_grad]
+        digest = hashlib.sha256()
+        for p in params:
+            whole = p.full_tensor() if hasattr(p, "full_tensor") else p
+            digest.update(whole.detach().to("cpu").contiguous().flatten().view(torch.uint8).numpy().tobytes())
+        name, probe = [(n, p) for n, p in model.named_parameters() if p.requires_grad][-1]
+        for p in params:
+            p.grad = None
+        loss_of(model).backward()
+        assert probe.grad is not None
+        grad = probe.grad.full_tensor() if hasattr(probe.grad, "full_tensor") else probe.grad
+        synced = grad.detach().to("cpu", torch.float64).flatten()[:64].tolist()
+        for p in params:
+            p.grad = None
+        return {
+            "rank": self.rank,
+            "param_digest": digest.hexdigest()[:32],
+            "probe": name,
+            "local_grad": None,
+            "synced_grad": synced,
+        }
+
+
+_MULTI_PROCESS: dict[str, type[DDP]] = {"ddp": DDP, "fsdp": FSDP}
+
+
 def for_cell(cell: Cell, environ: Mapping[str, str] | None = None) -> Strategy:
-    """SingleDevice for one process; DDP, from the elastic agent's variables, for several."""
-    if cell.world_size == 1:
+    """The cell's strategy (``dimvalues.strategy_of``): SingleDevice for one process; DDP or FSDP, from
+    the elastic agent's variables, for several. A combination the matrix would skip raises CellSkipped."""
+    reason = strategy_misfits_layout(cell) or strategy_refuses_precision(cell)
+    if reason:
+        raise CellSkipped(reason)
+    name = strategy_of(cell)
+    if name == "single":
         return SingleDevice()
     reason = multi_process_skip_reason(cell)
     if reason:
         raise CellSkipped(reason)
-    return DDP.from_env(cell, environ)
+    return _MULTI_PROCESS[name].from_env(cell, environ)

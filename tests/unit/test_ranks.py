@@ -8,7 +8,7 @@ from hpubench.cell import Cell, PlannedCell
 from hpubench.cluster import ClusterEnv
 from hpubench.dist.launch import root_cause, schedule, timeout_reason
 from hpubench.dist.spec import rendezvous_id
-from hpubench.ranks import RankSample, merge_ranks
+from hpubench.ranks import RankSample, merge_ranks, rank_peaks
 
 
 def sample(rank: int, measured: list[float], peak: int | None, loss: float = 1.0) -> RankSample:
@@ -41,6 +41,18 @@ def test_global_step_time_is_the_slowest_rank_per_step() -> None:
     peaks = (rt["peak_memory_max_bytes"], rt["peak_memory_max_rank"], rt["peak_memory_sum_bytes"])
     assert peaks == (70, 0, 120)
     assert rt["slowest_rank"] == 0 and rt["hosts"] == ["h0"]
+
+
+def test_each_ranks_peak_is_kept_in_rank_order_and_read_from_older_records_too() -> None:
+    merged = merge_ranks([sample(1, [0.1], 50), sample(0, [0.1], 70), sample(2, [0.1], None)])
+    assert merged.runtime["peak_memory_per_rank_bytes"] == [70, 50, None]
+    assert rank_peaks({"distributed": merged.runtime}) == [70, 50, None]  # a record's runtime
+    # a record written before the list existed: the same figures from its per-rank entries
+    older = {
+        "distributed": {"ranks": [{"rank": 0, "peak_memory_bytes": 9}, {"rank": 1, "peak_memory_bytes": 8}]}
+    }
+    assert rank_peaks(older) == [9, 8]
+    assert rank_peaks({}) is None and rank_peaks({"distributed": {}}) is None
 
 
 def test_merge_refuses_inconsistent_ranks() -> None:
