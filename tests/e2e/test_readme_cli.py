@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-COMMANDS = ("list cells", "list workloads", "baseline save", "baseline list", "results merge")  # two-word commands first
+# two-word commands first
+COMMANDS = ("list cells", "list workloads", "baseline save", "baseline list", "results merge")
 SINGLE = ("run", "doctor", "env", "results", "report", "compare", "profile", "gate", "export", "history")
 
 
