@@ -263,6 +263,7 @@ def report_html(
         unpriced=unpriced,
         workload_samples=workload_samples,
         any_double=any(rs.test_double for rs in sets),
+        memory_rss=any("RSS" in str(src) for src in ok["memory_source"].dropna()),
         any_estimate=bool(ok["price_estimate"].eq(True).any() or ok["peak_estimate"].eq(True).any()),
         counts={s: int((df["status"] == s).sum()) for s in ("ok", "failed", "skipped")},
     )

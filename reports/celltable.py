@@ -3,6 +3,8 @@ says how it was made (the peak behind an MFU, the source and date of a price, wh
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from hpubench.peaks import PRECISION_DTYPE
@@ -21,9 +23,19 @@ def _peak_title(r: pd.Series) -> str:
     )
 
 
+NOT_APPLICABLE = "n/a"
+
+
+def _dollars(x: Any, unpriced: bool) -> str:
+    return NOT_APPLICABLE if unpriced else fmt.money(x)
+
+
 def _price_title(r: pd.Series) -> str:
     if fmt.missing(r["price_usd_per_device_hour"]):
-        return "no price table entry matches this device: set one with --price-here or --prices"
+        return (
+            f"price/performance not applicable: no price table entry matches {r['hardware']}; "
+            "give one with --price-here DOLLARS (the machine the results ran on) or --prices FILE"
+        )
     est = " (ESTIMATE)" if r["price_estimate"] else ""
     return (
         f"{r['price_name']}: ${r['price_usd_per_device_hour']} per {r['price_per']}-hour{est}; "
@@ -124,6 +136,9 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
         status_title = r["reason"] or ""
         mode_title = "" if fmt.missing(r["mode_in_force"]) else f"in force: {r['mode_in_force']}"
         no = "" if ok else fmt.MISSING
+        # A measured cell on a device with no price: its dollar figures do not apply (not "not measured").
+        unpriced = ok and fmt.missing(r["price_usd_per_device_hour"])
+
         cells = {
             "result_set": text(r["result_set"], title=str(r["result_path"])),
             "hardware": text(
@@ -171,24 +186,26 @@ def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
             ),
             "price_usd_per_device_hour": number(
                 r["price_usd_per_device_hour"],
-                text=fmt.money(r["price_usd_per_device_hour"])
-                if not fmt.missing(r["price_usd_per_device_hour"])
-                else (no or "no price"),
+                text=_dollars(r["price_usd_per_device_hour"], unpriced) if ok else fmt.MISSING,
                 title=_price_title(r) if ok else "",
                 badge="est." if r["price_estimate"] is True else "",
                 badge_cls="est",
             ),
             "usd_per_million_samples": number(
                 r["usd_per_million_samples"],
-                text=fmt.money(r["usd_per_million_samples"]),
+                text=_dollars(r["usd_per_million_samples"], unpriced),
                 sub=fmt.ci(r["usd_per_million_samples_lo"], r["usd_per_million_samples_hi"]),
             ),
             "usd_per_million_tokens": number(
-                r["usd_per_million_tokens"], text=fmt.money(r["usd_per_million_tokens"])
+                r["usd_per_million_tokens"], text=_dollars(r["usd_per_million_tokens"], unpriced)
             ),
-            "samples_per_usd": number(r["samples_per_usd"]),
+            "samples_per_usd": number(
+                r["samples_per_usd"], text=NOT_APPLICABLE if unpriced else fmt.num(r["samples_per_usd"])
+            ),
             "workload_time_s": number(r["workload_time_s"], text=fmt.duration(r["workload_time_s"])),
-            "workload_cost_usd": number(r["workload_cost_usd"], text=fmt.money(r["workload_cost_usd"])),
+            "workload_cost_usd": number(
+                r["workload_cost_usd"], text=_dollars(r["workload_cost_usd"], unpriced)
+            ),
             "repeats": number(r["repeats"], text=str(r["repeats"])),
             "key": text(r["key"]),
         }
