@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="report-png-") as tmp:
         for attempt in range(1, args.attempts + 1):
-            run_dir = Path(tmp) / f"run-{attempt}"
+            run_dir = Path(tmp) / f"attempt-{attempt}" / "cpu"  # the page labels the run by its directory
             proc = hpubench("run", *RUN_ARGS, "-o", str(run_dir))
             why = unhealthy(run_dir) if (run_dir / "cells.jsonl").is_file() else [proc.stderr[-500:]]
             print(f"attempt {attempt}: " + ("healthy" if not why else "not healthy"))
