@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install browser compiler smoke test bench bench-threads gpu-check lint format
+.PHONY: install browser compiler smoke test bench bench-threads gpu-check report-png lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -46,6 +46,11 @@ bench-threads: install
 # The CUDA paths once each on this machine's GPUs (benchmarks/gpu-check.toml), with a table; exit 2 without a GPU.
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py
+
+# docs/report.png (the README's picture): a small CPU run kept only when every cell is judged ok (retried
+# otherwise), its report, and a headless-Chromium screenshot of the page's top; prints the figures shown.
+report-png: install browser
+	$(PY) benchmarks/report_png.py
 
 lint:
 	$(PY) -m ruff check .

@@ -51,7 +51,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-DEFAULT_ORIGIN = "hardware.md"
+DEFAULT_ORIGIN = "hpubench/pricing.py"  # the defaults below, as the report names their origin
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,9 @@ PRICES: tuple[PriceEntry, ...] = (
         offer="AWS p5.48xlarge",
         devices_per_instance=8,
         usd_per_instance_hour=98.32,
-        notes="after the June 2025 cut about $55.04/instance-hour ($6.88/device-hour), unconfirmed",
+        # The sheet's post-cut figure is unconfirmed ("U"): neither used nor quoted beside this one.
+        notes="list price before AWS's June 2025 cut; the post-cut price is unconfirmed, so not used: "
+        "give yours with --price-here or --prices",
     ),
     PriceEntry(
         name="H200 SXM",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
 from importlib import resources
@@ -22,13 +22,14 @@ import jinja2
 import pandas as pd
 
 import hpubench
-from hpubench import dimensions, precisions, stats
+from hpubench import stats
 from hpubench.compare import Comparison
 from hpubench.pricing import Tables
-from hpubench.store import added_dimension_columns
 from reports import charts, fmt, observed
+from reports.celltable import cell_table
 from reports.frames import Headline, headlines, measured, scaling_frame
 from reports.sources import ResultSet, is_test_double
+from reports.tables import Column, HtmlTable, TableCell, TableRow, number, text
 
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
@@ -74,252 +75,6 @@ def _render(template: str, **context: Any) -> str:
             **context,
         )
     )
-
-
-# ---- tables ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Column:
-    id: str
-    label: str
-    help: str = ""
-    numeric: bool = False
-
-
-@dataclass(frozen=True)
-class TableCell:
-    text: str
-    sort: str = ""  # raw value the table sorts by ("" sorts last); the text where empty and not numeric
-    title: str = ""
-    sub: str = ""  # muted second part, e.g. an interval
-    badge: str = ""
-    badge_cls: str = ""
-
-
-@dataclass(frozen=True)
-class TableRow:
-    id: str
-    cells: list[TableCell]
-    cls: str = ""
-
-
-@dataclass(frozen=True)
-class HtmlTable:
-    id: str
-    columns: list[Column]
-    rows: list[TableRow] = field(default_factory=list)
-
-
-def _raw(x: Any) -> str:
-    return "" if fmt.missing(x) else repr(float(x))
-
-
-def _number(x: Any, text: str | None = None, **kw: str) -> TableCell:
-    return TableCell(text=fmt.num(x) if text is None else text, sort=_raw(x), **kw)
-
-
-def _int(x: Any) -> str:
-    return fmt.MISSING if fmt.missing(x) else str(int(x))
-
-
-def _text(x: Any, **kw: str) -> TableCell:
-    s = "" if fmt.missing(x) else str(x)
-    return TableCell(text=s or fmt.MISSING, sort=s, **kw)
-
-
-def _peak_title(r: pd.Series) -> str:
-    if fmt.missing(r["peak_tflops"]):
-        dtype = precisions.peak_dtype(str(r["precision"])) or "?"
-        return f"no published {dtype} peak for this device in the peak table: no MFU rather than a guess"
-    est = " (ESTIMATE: unconfirmed figure)" if r["peak_estimate"] else ""
-    return (
-        f"against {fmt.num(r['peak_tflops'])} TFLOP/s {r['peak_dtype']} per device{est}; "
-        f"source: {r['peak_source']}, as of {r['peak_as_of'] or 'undated'}"
-    )
-
-
-def _price_title(r: pd.Series) -> str:
-    if fmt.missing(r["price_usd_per_device_hour"]):
-        return "no price table entry matches this device: set one with --price-here or --prices"
-    est = " (ESTIMATE)" if r["price_estimate"] else ""
-    return (
-        f"{r['price_name']}: ${r['price_usd_per_device_hour']} per {r['price_per']}-hour{est}; "
-        f"source: {r['price_source']}, as of {r['price_as_of'] or 'undated'}; from {r['price_origin']}"
-    )
-
-
-MEASURED_HELP = "warm-up excluded; device synchronised around every measured step"
-
-
-def cell_table(df: pd.DataFrame, workload_samples: int | None) -> HtmlTable:
-    """Every cell of every result set, with the tooltip that says how each figure was made."""
-    n = f"{workload_samples:,}" if workload_samples else ""
-    cols = [
-        Column("result_set", "Result set"),
-        Column("hardware", "Hardware", "device name the worker recorded"),
-        Column("workload", "Workload"),
-        Column("size", "Size"),
-        Column("precision", "Precision"),
-        Column("mode", "Mode", "execution mode in force (read back from the run)"),
-        Column("graphs", "Graphs", "HPU graphs / CUDA graphs"),
-        Column("devices", "Dev × nodes"),
-        Column("strategy", "Strategy", "single, ddp or fsdp: how the processes share the model"),
-        Column("batch", "Batch", "per-device batch size that ran", numeric=True),
-        Column("status", "Status"),
-        Column(
-            "quality",
-            "Quality",
-            "can the figure be trusted: ok, noisy (wide interval), unstable (halves differ), interfered "
-            "(other processes took the cores), recompiled (compiled while measured), partial (stopped "
-            "early); hover a value for the reasons; '–' = recorded before verdicts",
-        ),
-        Column(
-            "samples_per_s",
-            "Samples/s [95% CI]",
-            f"total samples ÷ total time of the measured steps; {MEASURED_HELP}; interval: percentile "
-            "bootstrap over step times",
-            numeric=True,
-        ),
-        Column("samples_per_s_per_device", "Per device", "samples/s ÷ (devices × nodes)", numeric=True),
-        Column("tokens_per_s", "Tokens/s", "for token workloads (GPT, BERT)", numeric=True),
-        Column("step_time_p50_s", "p50 step ms", "median measured step time", numeric=True),
-        Column("step_cv", "Step CV", "standard deviation ÷ mean of the measured step times", numeric=True),
-        Column(
-            "first_step_s",
-            "1st step s",
-            "first warm-up step: includes compile / graph capture; never part of the throughput",
-            numeric=True,
-        ),
-        Column(
-            "memory_peak_allocated_bytes",
-            "Peak MiB",
-            "peak memory (several ranks: the highest, each rank's below); hover a value for its source",
-            numeric=True,
-        ),
-        Column(
-            "mfu",
-            "MFU",
-            "model FLOPs utilisation against the peak of the precision used; hover for the "
-            "peak and its source",
-            numeric=True,
-        ),
-        Column(
-            "price_usd_per_device_hour",
-            "$/device-h",
-            "price per device-hour; hover for its source and date",
-            numeric=True,
-        ),
-        Column(
-            "usd_per_million_samples",
-            "$/M samples [CI]",
-            "hourly cost ÷ samples per hour × 10⁶; interval from the throughput interval",
-            numeric=True,
-        ),
-        Column("usd_per_million_tokens", "$/M tokens", numeric=True),
-        Column("samples_per_usd", "Samples/$", numeric=True),
-    ]
-    if workload_samples:
-        cols += [
-            Column(
-                "workload_time_s",
-                f"Time for {n}",
-                f"time to process {n} samples at this throughput",
-                numeric=True,
-            ),
-            Column("workload_cost_usd", f"Cost for {n}", f"cost of processing {n} samples", numeric=True),
-        ]
-    added = added_dimension_columns(df.columns)  # dimensions a plugin added, after the built-in ones
-    at = next(i for i, c in enumerate(cols) if c.id == "status")
-    cols[at:at] = [Column(name, dimensions.header_of(name)) for name in added]
-    if (df["repeats"] > 1).any():
-        cols.append(
-            Column(
-                "repeats", "Reps", "repetitions of the cell (--repeat); figures are over all", numeric=True
-            )
-        )
-    cols.append(Column("key", "Cell key"))
-    table = HtmlTable("cell-table", cols)
-    for _, r in df.iterrows():
-        ok = r["status"] == "ok" and not fmt.missing(r["samples_per_s"])
-        cv = r["step_time_std_s"] / r["step_time_mean_s"] if ok else None
-        status_title = r["reason"] or ""
-        mode_title = "" if fmt.missing(r["mode_in_force"]) else f"in force: {r['mode_in_force']}"
-        no = "" if ok else fmt.MISSING
-        cells = {
-            "result_set": _text(r["result_set"], title=str(r["result_path"])),
-            "hardware": _text(
-                r["hardware"], badge="TEST DOUBLE" if r["test_double"] else "", badge_cls="double"
-            ),
-            "workload": _text(r["workload"]),
-            "size": _text(r["size"]),
-            "precision": _text(r["precision"]),
-            "mode": _text(r["mode"], title=mode_title),
-            "graphs": _text("on" if r["graphs"] else "off"),
-            "devices": TableCell(f"{r['devices']}×{r['nodes']}", sort=repr(float(r["world_size"]))),
-            "strategy": _text(r["strategy"]),
-            "batch": _number(r["batch_size_resolved"], text=_int(r["batch_size_resolved"])),
-            **{name: _text(fmt.MISSING if fmt.missing(r[name]) else str(r[name])) for name in added},
-            "status": TableCell(
-                str(r["status"]), sort=str(r["status"]), title=status_title, badge_cls=str(r["status"])
-            ),
-            "quality": TableCell(
-                fmt.MISSING if fmt.missing(r["quality"]) else str(r["quality"]),
-                sort="" if fmt.missing(r["quality"]) else str(r["quality"]),
-                title="" if fmt.missing(r["quality_reasons"]) else str(r["quality_reasons"]),
-                badge_cls="" if fmt.missing(r["quality"]) else f"q-{r['quality']}",
-            ),
-            "samples_per_s": _number(
-                r["samples_per_s"],
-                sub=fmt.ci(r["samples_per_s_lo"], r["samples_per_s_hi"]),
-                title=f"{fmt.num(r['measured_steps'])} measured steps; {MEASURED_HELP}",
-            ),
-            "samples_per_s_per_device": _number(r["samples_per_s_per_device"]),
-            "tokens_per_s": _number(r["tokens_per_s"]),
-            "step_time_p50_s": _number(
-                r["step_time_p50_s"] if ok else None, text=fmt.ms(r["step_time_p50_s"] if ok else None)
-            ),
-            "step_cv": _number(cv, text=fmt.pct(cv)),
-            "first_step_s": _number(r["first_step_s"]),
-            "memory_peak_allocated_bytes": _number(
-                r["memory_peak_allocated_bytes"],
-                text=fmt.mib(r["memory_peak_allocated_bytes"]),
-                sub=fmt.rank_mib(r["peak_memory_per_rank_bytes"]),
-                title=f"source: {r['memory_source']}" if not fmt.missing(r["memory_source"]) else "",
-            ),
-            "mfu": _number(
-                r["mfu"],
-                text=fmt.pct(r["mfu"], 2) if not fmt.missing(r["mfu"]) else (no or "no peak"),
-                title=_peak_title(r) if ok else "",
-                badge="est." if r["peak_estimate"] is True else "",
-                badge_cls="est",
-            ),
-            "price_usd_per_device_hour": _number(
-                r["price_usd_per_device_hour"],
-                text=fmt.money(r["price_usd_per_device_hour"])
-                if not fmt.missing(r["price_usd_per_device_hour"])
-                else (no or "no price"),
-                title=_price_title(r) if ok else "",
-                badge="est." if r["price_estimate"] is True else "",
-                badge_cls="est",
-            ),
-            "usd_per_million_samples": _number(
-                r["usd_per_million_samples"],
-                text=fmt.money(r["usd_per_million_samples"]),
-                sub=fmt.ci(r["usd_per_million_samples_lo"], r["usd_per_million_samples_hi"]),
-            ),
-            "usd_per_million_tokens": _number(
-                r["usd_per_million_tokens"], text=fmt.money(r["usd_per_million_tokens"])
-            ),
-            "samples_per_usd": _number(r["samples_per_usd"]),
-            "workload_time_s": _number(r["workload_time_s"], text=fmt.duration(r["workload_time_s"])),
-            "workload_cost_usd": _number(r["workload_cost_usd"], text=fmt.money(r["workload_cost_usd"])),
-            "repeats": _number(r["repeats"], text=str(r["repeats"])),
-            "key": _text(r["key"]),
-        }
-        cls = " ".join(c for c, on in (("double", r["test_double"]), ("notok", not ok)) if on)
-        table.rows.append(TableRow(f"{r['result_set']}|{r['key']}", [cells[c.id] for c in cols], cls))
-    return table
 
 
 # ---- provenance and method -------------------------------------------------------------------------------
@@ -508,6 +263,7 @@ def report_html(
         unpriced=unpriced,
         workload_samples=workload_samples,
         any_double=any(rs.test_double for rs in sets),
+        memory_rss=any("RSS" in str(src) for src in ok["memory_source"].dropna()),
         any_estimate=bool(ok["price_estimate"].eq(True).any() or ok["peak_estimate"].eq(True).any()),
         counts={s: int((df["status"] == s).sum()) for s in ("ok", "failed", "skipped")},
     )
@@ -560,27 +316,27 @@ def compare_table(c: Comparison) -> HtmlTable:
             else ""
         )
         cells = [
-            _text(x.workload),
-            _text(x.match_key),
-            _number(b.samples_per_s, sub=fmt.ci(*b.samples_per_s_ci)),
-            _number(k.samples_per_s, sub=fmt.ci(*k.samples_per_s_ci)),
-            _number(r.value, text=fmt.ratio(r.value), sub=fmt.ci(r.lo, r.hi)),
+            text(x.workload),
+            text(x.match_key),
+            number(b.samples_per_s, sub=fmt.ci(*b.samples_per_s_ci)),
+            number(k.samples_per_s, sub=fmt.ci(*k.samples_per_s_ci)),
+            number(r.value, text=fmt.ratio(r.value), sub=fmt.ci(r.lo, r.hi)),
             TableCell(x.verdict, sort=x.verdict, badge_cls=f"verdict-{x.verdict.split()[0]}"),
             TableCell(
                 f"{x.base.quality or '-'} / {x.candidate.quality or '-'}",
                 sort=f"{x.base.quality}/{x.candidate.quality}",
                 title="; ".join((*x.base.quality_reasons, *x.candidate.quality_reasons)),
             ),
-            _number(mb, text=fmt.mib(mb)),
-            _number(mc, text=fmt.mib(mc)),
-            _number(
+            number(mb, text=fmt.mib(mb)),
+            number(mc, text=fmt.mib(mc)),
+            number(
                 x.memory_ratio,
                 text=fmt.ratio(x.memory_ratio),
                 title=mem_title,
                 badge="sources differ" if mem_title else "",
                 badge_cls="est",
             ),
-            _number(
+            number(
                 None if pu is None else pu.value,
                 text=fmt.ratio(None if pu is None else pu.value),
                 sub="" if pu is None else fmt.ci(pu.lo, pu.hi),

@@ -46,11 +46,26 @@ def script_safe_json(obj: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _state_scales(fig: go.Figure) -> None:
+    """A chart with a log axis says the scale of each of its value axes, so a reader never takes a log
+    axis for a linear one beside it (category axes, which carry no title, are left alone)."""
+    axes = [fig.layout.xaxis, fig.layout.yaxis]
+    if not any(a.type == "log" for a in axes):
+        return
+    for axis in axes:
+        title = axis.title.text or ""
+        scale = "log scale" if axis.type == "log" else "linear scale"
+        if title and scale not in title:
+            axis.title.text = f"{title}, {scale}"
+
+
 def _chart(chart_id: str, title: str, fig: go.Figure, height: int) -> Chart:
-    # The legend sits between the title and the plot, about two entries a row in a half-width chart:
-    # the top margin grows with it so entries never run into the title.
+    _state_scales(fig)
+    # The legend, always shown (plotly hides a lone trace's, and then nothing says whose bars they are),
+    # sits between the title and the plot, about two entries a row in a half-width chart: the top margin
+    # grows with it so entries never run into the title.
     entries = sum(1 for tr in fig.data if tr.showlegend is not False)
-    rows = math.ceil(entries / 2) if entries > 1 else 0
+    rows = math.ceil(entries / 2)
     height += 22 * max(rows - 1, 0)
     fig.update_layout(
         template="plotly_white",
@@ -67,6 +82,7 @@ def _chart(chart_id: str, title: str, fig: go.Figure, height: int) -> Chart:
             "pad": {"t": 8},
             "yanchor": "top",
         },
+        showlegend=True,
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.01, "xanchor": "left", "x": 0},
         hoverlabel={"namelength": -1},
     )
@@ -186,10 +202,12 @@ def memory_timeline_charts(runs: Sequence[tuple[str, CellRuns]], colors: dict[st
     charts = []
     for i, (workload, items) in enumerate(sorted(by_workload.items())):
         fig = go.Figure()
-        for series, r in items:
+        names = [f"{series} · {r.cell.precision} · {r.cell.mode}" for series, r in items]
+        for (series, r), name in zip(items, names, strict=True):
             samples = [s for s in r.record.memory_timeline if s.in_use_bytes is not None]
             fig.add_scatter(
-                name=t(f"{series} · {r.cell.precision} · {r.cell.mode}"),
+                # Two cells alike in precision and mode (batch, graphs, devices differ): named by key.
+                name=t(name if names.count(name) == 1 else f"{series} · {r.cell.key}"),
                 x=[s.step for s in samples],
                 y=[s.in_use_bytes / 2**20 for s in samples],  # type: ignore[operator]
                 mode="lines+markers",
@@ -211,10 +229,13 @@ def scaling_charts(sf: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
     for i, (workload, g) in enumerate(sf.groupby("workload", sort=True)):
         fig = go.Figure()
         group_cols = ["series", "precision", "mode", "graphs", "batch_size", "options", "size"]
-        for (series, precision, mode, graphs, *_), s in g.groupby(group_cols, sort=False, dropna=False):
+        varies = [c for c in group_cols[4:] if g[c].astype(str).nunique() > 1]
+        for (series, precision, mode, graphs, *rest), s in g.groupby(group_cols, sort=False, dropna=False):
             s = s.sort_values("world_size")
+            labels = zip(group_cols[4:], rest, strict=True)
+            extra = "".join(f" · {c.replace('_', ' ')} {v}" for c, v in labels if c in varies)
             fig.add_scatter(
-                name=t(f"{series} · {precision} · {mode}{' · graphs' if graphs else ''}"),
+                name=t(f"{series} · {precision} · {mode}{' · graphs' if graphs else ''}{extra}"),
                 x=s["world_size"].tolist(),
                 y=(s["efficiency"] * 100).tolist(),
                 mode="lines+markers",
@@ -237,11 +258,29 @@ def scaling_charts(sf: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
     return charts
 
 
+def short_labels(configs: Sequence[str]) -> list[str]:
+    """Configuration labels cut to the parts that differ between them (labels on points must be short);
+    the full labels where they do not split alike, or where nothing differs."""
+    split = [c.split(" · ") for c in configs]
+    if len({len(p) for p in split}) != 1:
+        return list(configs)
+    keep = [i for i, parts in enumerate(zip(*split, strict=True)) if len(set(parts)) > 1]
+    return [" · ".join(p[i] for i in keep) for p in split] if keep else list(configs)
+
+
+def _label_sides(xs: pd.Series, all_xs: pd.Series, axis: dict) -> list[str]:
+    """A point's label to its right, or to its left in the right half of the axis (never off the chart)."""
+    scale = (lambda v: math.log10(v)) if axis.get("type") == "log" else (lambda v: v)
+    mid = (scale(all_xs.min()) + scale(all_xs.max())) / 2
+    return ["middle left" if scale(x) > mid else "middle right" for x in xs]
+
+
 def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
     charts = []
     for i, workload, g in _by_workload(df, "usd_per_million_samples"):
-        g = g.reset_index(drop=True)
+        g = g.reset_index(drop=True).assign(label=short_labels(g["config"].tolist()))
         front = pareto_front(list(zip(g["usd_per_million_samples"], g["samples_per_s"], strict=True)))
+        x_axis = _value_axis(g["usd_per_million_samples"].tolist())
         fig = go.Figure()
         for series, s in g.groupby("series", sort=False):
             on_front = [idx in front for idx in s.index]
@@ -249,7 +288,12 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
                 name=t(series),
                 x=s["usd_per_million_samples"].tolist(),
                 y=s["samples_per_s"].tolist(),
-                mode="markers",
+                # Each point labelled with its configuration: several cells share one legend entry.
+                mode="markers+text",
+                text=[t(c) for c in s["label"]],
+                textposition=_label_sides(s["usd_per_million_samples"], g["usd_per_million_samples"], x_axis),
+                textfont={"size": 10, "color": "#444"},
+                cliponaxis=False,
                 marker={
                     "color": colors[series],
                     "size": [14 if f else 9 for f in on_front],
@@ -258,7 +302,7 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
                 },
                 customdata=[
                     [
-                        t(r.config),
+                        f"{t(r.config)}<br>{t(r.key)}",
                         fmt.money(r.usd_per_million_samples),
                         t(f"{r.price_name}: {fmt.money(r.price_usd_per_device_hour)}/{r.price_per}-hour"),
                         t(r.price_source),
@@ -269,7 +313,8 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
                     for r, f in zip(s.itertuples(), on_front, strict=True)
                 ],
                 hovertemplate=(
-                    "%{customdata[0]}<br>%{customdata[1]} per million samples, %{y:,.4g} samples/s<br>"
+                    "%{text}<br>%{customdata[0]}<br>"
+                    "%{customdata[1]} per million samples, %{y:,.4g} samples/s<br>"
                     "price %{customdata[2]}, %{customdata[3]}, %{customdata[4]}%{customdata[5]}<br>"
                     "%{customdata[6]}"
                     "<extra>%{fullData.name}</extra>"
@@ -287,7 +332,7 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
         fig.update_layout(
             xaxis_title="$ per million samples (lower is better)", yaxis_title="samples/s (higher is better)"
         )
-        fig.update_xaxes(**_value_axis(g["usd_per_million_samples"].tolist()))
+        fig.update_xaxes(**x_axis)
         fig.update_yaxes(**_value_axis(g["samples_per_s"].tolist()))
         charts.append(_chart(f"pp-{i}", f"{workload}: price/performance", fig, 400))
     return charts

@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reports import fmt
 from reports.sources import ResultSet
-
-if TYPE_CHECKING:
-    from reports.build import HtmlTable
+from reports.tables import Column, HtmlTable, TableRow, number, text
 
 
 @dataclass(frozen=True)
@@ -38,8 +35,6 @@ def _trace_location(rs: ResultSet, rel: str | None) -> str | None:
 
 def profile_views(sets: Sequence[ResultSet]) -> list[ProfileView]:
     """One operator table per profiled record, per step (self time, calls, % of the profiled steps)."""
-    from reports.build import Column, HtmlTable, TableRow, _number, _text
-
     views: list[ProfileView] = []
     for rs in sets:
         for r in rs.results:
@@ -66,16 +61,16 @@ def profile_views(sets: Sequence[ResultSet]) -> list[ProfileView]:
             for i, row in enumerate(p.top_ops, 1):
                 kind = row.kind if row.device_type == "CPU" else f"{row.kind} ({row.device_type})"
                 cells = [
-                    _number(i, text=str(i)),
-                    _text(row.name),
-                    _text(kind),
-                    _number(row.calls / steps, text=f"{row.calls / steps:g}"),
-                    _number(row.self_cpu_s / steps * 1e3),
+                    number(i, text=str(i)),
+                    text(row.name),
+                    text(kind),
+                    number(row.calls / steps, text=f"{row.calls / steps:g}"),
+                    number(row.self_cpu_s / steps * 1e3),
                 ]
                 if device:
                     self_dev = None if row.self_device_s is None else row.self_device_s / steps * 1e3
-                    cells.append(_number(self_dev))
-                cells.append(_number(row.pct_of_step, text=f"{row.pct_of_step:.1f}%"))
+                    cells.append(number(self_dev))
+                cells.append(number(row.pct_of_step, text=f"{row.pct_of_step:.1f}%"))
                 table.rows.append(TableRow(f"{r.key}|{i}", cells))
             notes = []
             if p.error:
@@ -108,8 +103,6 @@ def profile_views(sets: Sequence[ResultSet]) -> list[ProfileView]:
 
 def energy_table(sets: Sequence[ResultSet]) -> HtmlTable | None:
     """Power and energy per cell where a source measured them; None when none did."""
-    from reports.build import Column, HtmlTable, TableRow, _number, _text
-
     rows = [(rs, r) for rs in sets for r in rs.results if r.telemetry is not None and r.telemetry.source]
     if not rows:
         return None
@@ -130,16 +123,16 @@ def energy_table(sets: Sequence[ResultSet]) -> HtmlTable | None:
         t = r.telemetry
         assert t is not None
         cells = [
-            _text(rs.label),
-            _text(r.key),
-            _text(f"{t.source} ({t.device})" if t.device else t.source, title=t.scope or ""),
-            _number(t.mean_power_w, title=f"energy by {t.energy_method or 'nothing'}"),
-            _number(t.max_power_w),
-            _number(t.energy_per_step_j),
-            _number(t.samples_per_kwh),
-            _number(t.mean_utilisation_pct),
-            _number(t.max_temperature_c),
-            _number(t.energy_cost_per_1m_samples, text=fmt.money(t.energy_cost_per_1m_samples)),
+            text(rs.label),
+            text(r.key),
+            text(f"{t.source} ({t.device})" if t.device else t.source, title=t.scope or ""),
+            number(t.mean_power_w, title=f"energy by {t.energy_method or 'nothing'}"),
+            number(t.max_power_w),
+            number(t.energy_per_step_j),
+            number(t.samples_per_kwh),
+            number(t.mean_utilisation_pct),
+            number(t.max_temperature_c),
+            number(t.energy_cost_per_1m_samples, text=fmt.money(t.energy_cost_per_1m_samples)),
         ]
         table.rows.append(TableRow(f"{rs.label}|{r.key}|{r.repeat}", cells))
     return table
@@ -157,8 +150,6 @@ def absent_telemetry(sets: Sequence[ResultSet]) -> list[str]:
 
 
 def loader_table(sets: Sequence[ResultSet]) -> HtmlTable | None:
-    from reports.build import Column, HtmlTable, TableRow, _number, _text
-
     rows = [(rs, r) for rs in sets for r in rs.results if r.loader is not None]
     if not rows:
         return None
@@ -179,13 +170,13 @@ def loader_table(sets: Sequence[ResultSet]) -> HtmlTable | None:
             TableRow(
                 f"{rs.label}|{r.key}|{r.repeat}",
                 [
-                    _text(rs.label),
-                    _text(r.key),
-                    _number(s.data_wait_mean_s * 1e3),
-                    _number(s.compute_mean_s * 1e3),
-                    _number(s.data_fraction, text=fmt.pct(s.data_fraction)),
-                    _number(s.samples_per_s),
-                    _number(r.metrics.samples_per_s if r.metrics else None),
+                    text(rs.label),
+                    text(r.key),
+                    number(s.data_wait_mean_s * 1e3),
+                    number(s.compute_mean_s * 1e3),
+                    number(s.data_fraction, text=fmt.pct(s.data_fraction)),
+                    number(s.samples_per_s),
+                    number(r.metrics.samples_per_s if r.metrics else None),
                 ],
             )
         )

@@ -9,7 +9,7 @@ from reportdata import fake_result
 
 from hpubench.errors import UsageError
 from hpubench.peaks import PEAKS, entry_for
-from hpubench.pricing import PRICES, Tables, check_price, economics, load_tables, pareto_front
+from hpubench.pricing import DEFAULT_ORIGIN, PRICES, Tables, check_price, economics, load_tables, pareto_front
 from hpubench.stats import Estimate
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
@@ -60,7 +60,7 @@ def test_prices_and_peaks_agree_on_what_a_device_is(acc, name, _):
 def test_every_default_carries_source_and_date():
     for p in PRICES:
         assert p.source and p.as_of, p.name
-        assert p.origin == "hardware.md" and not p.estimate
+        assert p.origin == DEFAULT_ORIGIN and not p.estimate
         assert p.usd_per_device_hour > 0
 
 
@@ -97,8 +97,8 @@ def test_prices_match_hardware_md():
         source = previous_source if source == "same" else source
         cited, _, unconfirmed = source.partition("; after the cut")
         assert p.source == cited, offer
-        if unconfirmed:  # the "U" figure is shown as a note, never used as the price
-            assert "55.04" in p.notes and "unconfirmed" in p.notes
+        if unconfirmed:  # the "U" figure is never used as the price, nor quoted beside it
+            assert "unconfirmed" in p.notes and "not used" in p.notes and "55.04" not in p.notes
         previous_source = source
         assert math.isclose(
             p.usd_per_instance_hour / p.devices_per_instance, p.usd_per_device_hour, abs_tol=0.005
