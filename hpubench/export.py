@@ -19,6 +19,7 @@ from hpubench.autosteps import AutoSteps
 from hpubench.compare import group_runs
 from hpubench.outfile import write_output
 from hpubench.record import CellResult
+from hpubench.runtimeinfo import RuntimeInfo
 from hpubench.stats import pytest_benchmark_stats
 from hpubench.store import utc_now_iso
 
@@ -44,8 +45,8 @@ def _machine_info(meta: dict[str, Any], records: Sequence[CellResult]) -> dict[s
     platform_text = str(meta.get("platform") or "")
     system, _, rest = platform_text.partition("-")
     release = rest.split("-")[0] if rest else ""
-    runtime = next((r.runtime for r in records if r.runtime), {})
-    software = runtime.get("software") or {}
+    runtime = next((r.runtime for r in records if r.runtime), RuntimeInfo())
+    software = runtime.software or {}
     return {
         "node": meta.get("hostname"),
         "processor": meta.get("machine"),
@@ -57,11 +58,11 @@ def _machine_info(meta: dict[str, Any], records: Sequence[CellResult]) -> dict[s
         "python_build": [],
         "release": release,
         "system": system,
-        "cpu": {"count": meta.get("cpu_count"), "brand_raw": runtime.get("device_name")},
+        "cpu": {"count": meta.get("cpu_count"), "brand_raw": runtime.device_name},
         "hpubench": {
             "version": meta.get("hpubench_version"),
             "platform": platform_text,
-            "device_name": runtime.get("device_name"),
+            "device_name": runtime.device_name,
             "software": software,
             "run_started_at": meta.get("started_at"),
         },
@@ -121,8 +122,8 @@ def to_pytest_benchmark(records: Sequence[CellResult], meta: dict[str, Any] | No
                     "first_step_s": m.first_step_s,
                     "mfu": m.mfu,
                     "peak_memory_bytes": peak,
-                    "device_name": first.runtime.get("device_name"),
-                    "mode_in_force": first.runtime.get("mode_in_force"),
+                    "device_name": first.runtime.device_name,
+                    "mode_in_force": first.runtime.mode_in_force,
                 },
                 "options": {
                     "disable_gc": False,

@@ -642,7 +642,7 @@ def gate(
 
 
 def _device(runs: CellRuns) -> str | None:
-    return runs.record.runtime.get("device_name") if runs.measured else None
+    return runs.record.runtime.device_name if runs.measured else None
 
 
 def _span(groups: Sequence[CellRuns]) -> tuple[datetime, datetime] | None:

@@ -787,8 +787,8 @@ class Launcher:
     def _learn_flops(self, result: CellResult) -> None:
         """Keep a single-process cell's own FLOP count for the cells after it (same code, same run)."""
         rt = result.runtime
-        count, batch = rt.get("flops_per_device_step"), rt.get("batch_size")
-        if rt.get("flops_counted") == "here" and isinstance(count, int) and isinstance(batch, int):
+        count, batch = rt.flops_per_device_step, rt.batch_size
+        if rt.flops_counted == "here" and isinstance(count, int) and isinstance(batch, int):
             self._flops[flops_key(result.cell.workload, result.cell.size, batch)] = count
 
     def _collect(

@@ -127,7 +127,7 @@ def rank_peak_lines(results: Sequence[CellResult], short: dict[str, str] | None 
         peaks = rank_peaks(r.runtime) if r.status == "ok" else None
         if peaks and len(peaks) > 1 and r.key not in lines:
             shown = ", ".join(numfmt.size(p) for p in peaks)
-            lines[r.key] = f"{(short or {}).get(r.key, r.key)}: {shown} ({r.runtime.get('strategy', '?')})"
+            lines[r.key] = f"{(short or {}).get(r.key, r.key)}: {shown} ({r.runtime.strategy or '?'})"
     return ["peak memory per rank (rank 0, 1, ...):\n" + "\n".join(lines.values())] if lines else []
 
 

@@ -441,12 +441,12 @@ class CellEconomics:
 
 def uses_tf32(result: CellResult) -> bool:
     """Whether a 32-true CUDA cell ran its matmuls in TF32 (then the TF32 peak bounds it, not FP32)."""
-    flags = result.runtime.get("env_flags")
+    flags = result.runtime.env_flags
     return isinstance(flags, dict) and str(flags.get("allow_tf32_matmul")) == "True"
 
 
 def device_name(result: CellResult) -> str:
-    name = result.runtime.get("device_name")
+    name = result.runtime.device_name
     return name if isinstance(name, str) else ""
 
 

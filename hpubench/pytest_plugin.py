@@ -138,7 +138,7 @@ def hpubench_cell(
                 "first_step_s": m.first_step_s,
                 "mfu": m.mfu,
                 "peak_memory_bytes": result.memory.peak_allocated_bytes if result.memory else None,
-                "device_name": result.runtime.get("device_name"),
+                "device_name": result.runtime.device_name,
             }
         )
         clock.load(result.step_times_s)

@@ -239,8 +239,8 @@ def record_findings(result: CellResult) -> tuple[Finding, ...] | None:
     """
     if result.status == STATUS_SKIPPED or not result.step_times_s:
         return None
-    runtime: Mapping[str, Any] = result.runtime
-    if result.status != STATUS_OK and not isinstance(runtime.get("partial"), Mapping):
+    runtime = result.runtime
+    if result.status != STATUS_OK and not isinstance(runtime.partial, Mapping):
         runtime = {**runtime, "partial": {"steps_done": len(result.step_times_s), "reason": result.reason}}
     m = result.metrics
     hw = None

@@ -9,7 +9,7 @@ and loss stay in ``runtime["distributed"]["ranks"]`` so a straggler or an outlie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -102,12 +102,12 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
     )
 
 
-def rank_peaks(runtime: dict[str, Any]) -> list[int | None] | None:
+def rank_peaks(runtime: Mapping[str, Any]) -> list[int | None] | None:
     """Each rank's peak memory, in rank order, from a record's runtime; None for a one-process cell.
 
     Records written before ``peak_memory_per_rank_bytes`` existed keep the same figures per rank entry.
     """
-    dist = runtime.get("distributed")
+    dist = runtime.get("distributed")  # a record's runtime or its JSON: both are mappings
     if not isinstance(dist, dict):
         return None
     if isinstance(dist.get("peak_memory_per_rank_bytes"), list):

@@ -16,9 +16,13 @@ from hpubench.devicestats import MemorySample
 from hpubench.loader import LoaderSplit
 from hpubench.profile import ProfileResult
 from hpubench.recordcheck import RecordError, check_record
+from hpubench.runtimeinfo import RuntimeInfo
 from hpubench.telemetry.summary import TelemetryResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this hpubench reads. 2: ``runtime`` is read as a typed ``RuntimeInfo`` (hpubench.runtimeinfo);
+# its JSON is the same object as in 1, so a version-1 record reads unchanged (tests/data/v1_run).
+READABLE_SCHEMAS: tuple[int, ...] = (1, 2)
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
@@ -64,7 +68,8 @@ class CellResult:
     metrics: Metrics | None = None
     memory: MemoryStats | None = None
     # Facts read back from the live run: mode in force, device name, resolved batch size, backend, ...
-    runtime: dict[str, Any] = field(default_factory=dict)
+    # (a mapping given here, as the worker gathers them, becomes a RuntimeInfo)
+    runtime: RuntimeInfo = field(default_factory=RuntimeInfo)
     step_times_s: tuple[float, ...] = ()
     warmup_times_s: tuple[float, ...] = ()
     started_at: str | None = None
@@ -92,6 +97,8 @@ class CellResult:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 0:
             raise ValueError(f"repeat must be a whole number >= 0, got {self.repeat!r}")
+        if not isinstance(self.runtime, RuntimeInfo):
+            object.__setattr__(self, "runtime", RuntimeInfo.from_dict(self.runtime))
 
     @property
     def key(self) -> str:
@@ -105,6 +112,7 @@ class CellResult:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["cell"] = self.cell.to_dict()
+        d["runtime"] = self.runtime.to_dict()
         d["key"] = self.key
         return d
 
@@ -112,13 +120,16 @@ class CellResult:
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
         d = dict(data)
         schema = d.get("schema")
-        if schema != SCHEMA_VERSION:
+        if schema not in READABLE_SCHEMAS:
             raise ValueError(
-                f"result schema {schema!r} is not supported (this hpubench reads {SCHEMA_VERSION})"
+                f"result schema {schema!r} is not supported "
+                f"(this hpubench reads {', '.join(map(str, READABLE_SCHEMAS))})"
             )
         check_record(d)  # types and ranges, naming the field: a record may come from anywhere
         d.pop("key", None)
         d["cell"] = _part("cell", Cell.from_dict, d["cell"])
+        d["runtime"] = _part("runtime", RuntimeInfo.from_dict, d.get("runtime") or {})
+        d["schema"] = SCHEMA_VERSION  # read into this version's types; written back as this version
         if d.get("metrics") is not None:
             m = dict(d["metrics"])
             m["samples_per_s_ci"] = tuple(m["samples_per_s_ci"])

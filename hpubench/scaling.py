@@ -78,11 +78,11 @@ def scaling_efficiencies(results: Sequence[CellResult]) -> list[Scaling | None]:
         if r.cell.world_size == 1 or not _usable(r):
             out.append(None)
             continue
-        name = r.runtime.get("device_name")
+        name = r.runtime.device_name
         candidates = [
             j
             for j in baselines.get(workload_identity(r.cell), [])
-            if name is None or results[j].runtime.get("device_name") in (None, name)
+            if name is None or results[j].runtime.device_name in (None, name)
         ]
         if not candidates:
             out.append(None)

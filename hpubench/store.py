@@ -20,7 +20,7 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +34,7 @@ from hpubench.errors import UsageError, WriteFailed
 from hpubench.inventory import Inventory
 from hpubench.outfile import os_error_text
 from hpubench.ranks import rank_peaks
-from hpubench.record import SCHEMA_VERSION, STATUS_FAILED, STATUS_OK, CellResult, Metrics
+from hpubench.record import READABLE_SCHEMAS, SCHEMA_VERSION, STATUS_FAILED, STATUS_OK, CellResult, Metrics
 from hpubench.recordcheck import RecordError
 
 if TYPE_CHECKING:
@@ -133,10 +133,11 @@ def _parse_records(path: Path) -> list[CellResult]:
                 "or write results to a new run directory"
             )
         schema = d.get("schema")
-        if schema != SCHEMA_VERSION:
+        if schema not in READABLE_SCHEMAS:
+            readable = " and ".join(map(str, READABLE_SCHEMAS))
             raise UsageError(
                 f"{path}:{lineno}: result record has schema version {schema!r} but this hpubench reads "
-                f"version {SCHEMA_VERSION}; fix: read it with the hpubench version that wrote it, "
+                f"versions {readable}; fix: read it with the hpubench version that wrote it, "
                 "or re-run into a new run directory"
             )
         try:
@@ -418,7 +419,7 @@ def _row(r: CellResult) -> dict[str, Any]:
     for col, path in RUNTIME_COLUMNS.items():
         value: Any = r.runtime
         for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
+            value = value.get(part) if isinstance(value, Mapping) else None
         row[col] = value
     row["strategy"] = row["strategy"] or strategy_of(cell)  # a cell that never ran: the one it would run
     row["peak_memory_per_rank_bytes"] = rank_peaks(r.runtime)  # a list, or None for one process

@@ -57,7 +57,7 @@ def _note(r: CellResult) -> str:
     note = (
         f"{r.metrics.measured_steps if r.metrics else '?'} steps, mode {r.runtime.get('mode_in_force', '?')}"
     )
-    dist = r.runtime.get("distributed")
+    dist = r.runtime.distributed
     if isinstance(dist, dict) and dist.get("world_size"):
         note += f", {dist['world_size']} ranks ({dist.get('backend') or '?'})"
     return note

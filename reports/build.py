@@ -181,7 +181,7 @@ class Method:
 
 def method(sets: Sequence[ResultSet], df: pd.DataFrame) -> Method:
     ok = measured(df)
-    timing = sorted({str(r.runtime["timing"]) for rs in sets for r in rs.results if r.runtime.get("timing")})
+    timing = sorted({str(r.runtime.timing) for rs in sets for r in rs.results if r.runtime.timing})
     return Method(
         warmup_steps=_distinct(ok["measured_warmup_steps"]),
         measured_steps=_distinct(ok["measured_steps"]),

@@ -68,7 +68,7 @@ def cell_frame(
                 "hardware": hardware_label(
                     rec.cell.accelerator,
                     # A cell skipped before it named its device: the device the run detected.
-                    rec.runtime.get("device_name") or rs.inventory_device(rec.cell.accelerator),
+                    rec.runtime.device_name or rs.inventory_device(rec.cell.accelerator),
                     is_test_double(rec),
                 ),
                 "test_double": is_test_double(rec),

@@ -23,7 +23,7 @@ TEST_DOUBLE_MARK = "test double"
 
 def is_test_double(result: CellResult) -> bool:
     """Figures from the habana_frameworks test double describe the host CPU, never a Gaudi."""
-    software = result.runtime.get("software")
+    software = result.runtime.software
     return isinstance(software, dict) and TEST_DOUBLE_MARK in str(software.get("habana_frameworks", ""))
 
 

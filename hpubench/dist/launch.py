@@ -22,7 +22,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -420,8 +420,8 @@ def run_distributed_cell(
         result = CellResult.from_dict(data["result"])
     except (KeyError, TypeError, ValueError) as exc:
         return failed(f"local rank 0 wrote an unreadable result ({type(exc).__name__}: {exc})")
-    result.runtime.setdefault("distributed", {})["launch"] = launch_info
-    return DistOutcome(result)
+    dist = {**(result.runtime.distributed or {}), "launch": launch_info}
+    return DistOutcome(replace(result, runtime=result.runtime.with_facts(distributed=dist)))
 
 
 def _write_log(

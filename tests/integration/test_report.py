@@ -16,6 +16,7 @@ from reportdata import PAYLOAD, fake_result, hpubench_cli, table_rows, write_run
 from hpubench.cli import main
 from hpubench.compare import compare, group_runs
 from hpubench.pricing import Tables
+from hpubench.record import SCHEMA_VERSION
 from hpubench.store import load_results
 from reports import fmt
 
@@ -257,7 +258,7 @@ def bad_runs(hw_runs, tmp_path):
     future = tmp_path / "future"
     future.mkdir()
     line = json.loads((hw_runs["gaudi"] / "cells.jsonl").read_text().splitlines()[0])
-    (future / "cells.jsonl").write_text(json.dumps({**line, "schema": 2}) + "\n")
+    (future / "cells.jsonl").write_text(json.dumps({**line, "schema": SCHEMA_VERSION + 1}) + "\n")
     prices = tmp_path / "prices.toml"
     prices.write_text('[[price]]\nname = "Gaudi2 (HL-225H)"\nusd_per_devce_hour = 1.0\n')
     return {
@@ -283,7 +284,7 @@ def bad_runs(hw_runs, tmp_path):
         (["report", "{gaudi}", "--epoch-samples", "0"], "--epoch-samples must be a positive"),
         (["compare", "{gaudi3}", "{evil}"], "nothing to compare"),
         (["compare", "{gaudi}", "{changed}"], "workload definition differs"),
-        (["compare", "{gaudi}", "{future}"], "schema version 2"),
+        (["compare", "{gaudi}", "{future}"], f"schema version {SCHEMA_VERSION + 1}"),
         (["compare", "{gaudi}", "{gaudi2}", "--base-accelerator", "cuda"], "has no cuda cells"),
     ],
 )

@@ -8,6 +8,7 @@ from reportdata import fake_result
 from hpubench.compare import compare, group_runs
 from hpubench.errors import UsageError
 from hpubench.pricing import Tables
+from hpubench.record import SCHEMA_VERSION
 
 
 def _mean(r):
@@ -130,7 +131,8 @@ def test_matched_but_never_measured_on_both_is_refused():
 def test_different_schema_versions_are_refused():
     old = dataclasses.replace(fake_result("bert", "hpu", "GAUDI"), schema=0)
     with pytest.raises(
-        UsageError, match="different record schema versions \\(base \\[0\\], candidate \\[1\\]\\)"
+        UsageError,
+        match=f"different record schema versions \\(base \\[0\\], candidate \\[{SCHEMA_VERSION}\\]\\)",
     ):
         compare([old], [fake_result("bert", "hpu", "GAUDI2")], Tables())
 
