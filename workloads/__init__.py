@@ -17,8 +17,9 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 
 from hpubench.errors import UsageError
 from workloads.base import SizeSpec, Workload
@@ -53,11 +54,16 @@ def register(cls: type[Workload]) -> type[Workload]:
     return cls
 
 
-def get(name: str) -> Workload:
+def get(name: str, options: Mapping[str, str] | None = None) -> Workload:
+    """An instance of workload ``name``; ``options``: the cell's option values, as ``instance.options``."""
     try:
-        return _REGISTRY[name]()
+        cls = _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
+    instance = cls()
+    if options:
+        instance.options = MappingProxyType({str(k): str(v) for k, v in options.items()})
+    return instance
 
 
 def names() -> list[str]:
@@ -247,4 +253,4 @@ def _describe(exc: BaseException, filename: str | None) -> str:
     return text
 
 
-from workloads import bert, gpt, mlp, resnet  # noqa: E402, F401
+from workloads import bert, gpt, llama, mlp, resnet  # noqa: E402, F401

@@ -8,7 +8,9 @@ work on the ``meta`` device with ``generator=None``, which is how FLOPs are coun
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 import torch
@@ -29,6 +31,24 @@ class Workload(ABC):
     sizes: ClassVar[dict[str, SizeSpec]]  # must have "tiny" (CI-fast) and "standard" (realistic)
     optimizer: ClassVar[str] = "adamw"  # "adamw" or "sgd": one optimizer (several are an HPU limitation)
     lr: ClassVar[float] = 1e-3
+    # Option name -> what it does: the names a cell may set with ``--option name=value`` (or ``options`` in
+    # a matrix file). A cell's values reach the instance as ``self.options`` (``workloads.get(name, opts)``),
+    # so every method (on meta too) sees them; read them with ``int_option``.
+    workload_options: ClassVar[dict[str, str]] = {}
+    options: Mapping[str, str] = MappingProxyType({})
+
+    def int_option(self, name: str, default: int) -> int:
+        """The positive integer value of option ``name`` for this cell, or ``default`` when it is not set."""
+        raw = self.options.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(str(raw))
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"option {name} takes a positive integer, got {raw!r}; e.g. --option {name}=128")
+        return value
 
     @abstractmethod
     def build_model(self, size: str) -> nn.Module:
