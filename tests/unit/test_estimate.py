@@ -156,6 +156,15 @@ def test_memory_skip_reason_states_both_figures_and_stays_silent_when_either_is_
     assert E.memory_skip_reason(None, 1) is None and E.memory_skip_reason(1, None) is None
 
 
+def test_memory_skip_reason_says_what_could_make_the_cell_fit():
+    """A model too big for data-parallel training (every device a whole replica, as DDP keeps it) is not
+    fixed by more DDP devices: the reason names the ways out, sharding over devices (FSDP) among them."""
+    reason = E.memory_skip_reason(205 * E.GIB, 22 * E.GIB)
+    assert reason is not None
+    assert "every device holds the whole model" in reason and "DDP" in reason
+    assert "FSDP" in reason and "more devices" in reason and "more memory" in reason
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("90s", 90), ("60m", 3600), ("1.5h", 5400), ("45", 45), (" 2M ", 120)]
 )
