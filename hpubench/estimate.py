@@ -251,9 +251,12 @@ def memory_skip_reason(needed_bytes: int | None, available_bytes: int | None) ->
     """The skip reason of a cell that cannot fit, or None (also when either figure is unknown)."""
     if needed_bytes is None or available_bytes is None or needed_bytes <= available_bytes:
         return None
+    # Data-parallel cells are all hpubench runs: more DDP devices do not shrink what each one holds.
     return (
         f"needs ~{needed_bytes / GIB:.1f} GiB per device, {available_bytes / GIB:.1f} GiB available "
-        "(memory estimate; see hpubench list cells --skipped)"
+        "(memory estimate; every device holds the whole model, its gradients and optimizer states, as DDP "
+        "does: try a smaller batch or bf16-true, a device with more memory, or sharding over more devices "
+        "(FSDP, which hpubench does not run yet); see hpubench list cells --skipped)"
     )
 
 
