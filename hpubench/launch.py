@@ -789,7 +789,7 @@ class Launcher:
         rt = result.runtime
         count, batch = rt.get("flops_per_device_step"), rt.get("batch_size")
         if rt.get("flops_counted") == "here" and isinstance(count, int) and isinstance(batch, int):
-            self._flops[flops_key(result.cell.workload, result.cell.size, batch)] = count
+            self._flops[flops_key(result.cell.workload, result.cell.size, batch, result.cell.options)] = count
 
     def _collect(
         self,

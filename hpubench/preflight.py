@@ -22,7 +22,7 @@ from typing import Any
 from hpubench import peaks
 from hpubench.autosteps import AutoSteps
 from hpubench.budget import BudgetItem, BudgetPlan, plan
-from hpubench.cell import PlannedCell
+from hpubench.cell import PlannedCell, flops_key, parse_flops_key
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.estimate import (
     PRECISION_DTYPE,
@@ -95,7 +95,13 @@ def _cache_path() -> Path:
 
 
 def _facts_key(pc: PlannedCell) -> str:
-    return f"{pc.cell.workload}|{pc.cell.size}|{pc.cell.batch_size or 0}"
+    return flops_key(pc.cell.workload, pc.cell.size, pc.cell.batch_size or 0, pc.cell.options)
+
+
+def _default_batch_key(key: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A facts key without its batch: the probe answers batch 0 (the size's default) under the real one."""
+    workload, size, _batch, options = parse_flops_key(key)
+    return workload, size, tuple(sorted(options.items()))
 
 
 # argv for hpubench.probe.main (without --out), a timeout in seconds -> the probe's JSON result.
@@ -161,11 +167,10 @@ def run_probe(
     except ProbeFailed as exc:
         return {}, {}, f"the estimate probe failed: {exc}"
     facts_out: dict[str, dict[str, Any]] = {}
-    by_default = {f"{k.split('|')[0]}|{k.split('|')[1]}": v for k, v in data["facts"].items()}
+    by_default = {_default_batch_key(k): v for k, v in data["facts"].items()}
     for pc in runnable:
         key = _facts_key(pc)
-        size_key = f"{pc.cell.workload}|{pc.cell.size}"
-        hit = data["facts"].get(key) if pc.cell.batch_size else by_default.get(size_key)
+        hit = data["facts"].get(key) if pc.cell.batch_size else by_default.get(_default_batch_key(key))
         if hit is not None:
             facts_out[key] = hit
     cals = {}
