@@ -252,13 +252,25 @@ def _overrides(dims: dict[str, list[str] | None], steps=None, warmup=None, auto=
     return parse_dimensions(**dims, steps=steps, warmup_steps=warmup, auto=auto)
 
 
+def _model_dirs(dims: dict[str, list[str] | None] | None, workloads_from: list[Path] | None):
+    """``-w hf:/path/to/dir`` as ``-w hf:<dir name>`` plus the directory as a workload source."""
+    from hpubench.modeldirs import split_model_dirs
+
+    dims = dict(dims or {})
+    dims["workload"], dirs = split_model_dirs(dims.get("workload"))
+    return dims, [*(workloads_from or []), *dirs]
+
+
 def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluster=None):
     from hpubench.launch import Launcher
 
     files = [str(p) for p in workloads_from or []]
     for f in files:
-        if not Path(f).is_file():
-            raise UsageError(f"workload file {f!r} does not exist; fix the path given to --workloads-from")
+        if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
+            raise UsageError(
+                f"workload file {f!r} does not exist; fix the path given to --workloads-from "
+                "(a Python file, or a directory holding a transformers config.json)"
+            )
     return Launcher(workload_files=files, isolation=isolation, cluster=cluster)
 
 
@@ -348,10 +360,11 @@ def run(
         loader=loader,
         energy_price=energy_price,
     )
+    dims, workloads_from = _model_dirs(dims, workloads_from)
     spec = api.resolve_spec(
         matrix,
         _overrides(
-            dims or {},
+            dims,
             steps,
             warmup_steps,
             auto={"target_ci": target_ci, "min_steps": min_steps, "min_time": min_time, "max_time": max_time},
@@ -520,10 +533,8 @@ def list_cells(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
 
-    spec = api.resolve_spec(
-        matrix,
-        _overrides(dims or {}),
-    )
+    dims, workloads_from = _model_dirs(dims, workloads_from)
+    spec = api.resolve_spec(matrix, _overrides(dims))
     with _launcher(workloads_from) as launcher:
         _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
     first = None

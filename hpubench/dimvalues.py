@@ -228,7 +228,8 @@ def check_sizes(sizes: tuple[Any, ...], grid: Mapping[str, tuple[Any, ...]], ctx
 
 
 def resolve_workloads(v: str, _cell: Mapping[str, Any], ctx: Context) -> list[dict[str, Any]]:
-    return [{"workload": n} for n in (ctx.catalog if v == "all" else [v])]
+    # "all": every workload but a family's ("hf:gpt2"), which run only when named: a family is open-ended.
+    return [{"workload": n} for n in ([n for n in ctx.catalog if ":" not in n] if v == "all" else [v])]
 
 
 def resolve_sizes(v: str, cell: Mapping[str, Any], ctx: Context) -> list[dict[str, Any]]:

@@ -285,6 +285,14 @@ def option_names() -> dict[str, list[str]]:
     return workloads.option_catalog()
 
 
+def unavailable_payload() -> dict[str, dict[str, str]]:
+    """Workload name -> why it cannot run with this installation (a missing optional package), for the
+    launcher to skip its cells with that reason before any runs."""
+    import workloads  # loaded by prepare() already: this is a lookup, not an import
+
+    return {"workload_unavailable": workloads.unavailable()}
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
 
@@ -355,7 +363,8 @@ def _detect_to_file(out: str) -> None:
     from hpubench.detect import detect
     from hpubench.store import write_json_atomic
 
-    write_json_atomic(out, {"inventory": detect().to_dict(), "workload_options": option_names()}, indent=None)
+    payload = {"inventory": detect().to_dict(), "workload_options": option_names(), **unavailable_payload()}
+    write_json_atomic(out, payload, indent=None)
 
 
 def release_devices() -> None:
@@ -563,6 +572,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     from hpubench.detect import detect
 
     payload.update(inventory=detect().to_dict(), workloads=catalog, workload_options=option_names())
+    payload.update(unavailable_payload())
     write_json_atomic(out, payload, indent=None)
     return 0
 

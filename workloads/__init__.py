@@ -27,7 +27,8 @@ from workloads.base import SizeSpec, Workload
 ENTRY_POINT_GROUP = "hpubench.workloads"
 BUILTIN_SIZES = ("tiny", "standard")
 # Names end up in "/"-joined cell keys, file names and table cells, so keep them to plain words.
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# One "family:" prefix is allowed (hf:gpt2): a family's workloads run only when named, never under "all".
+_NAME_RE = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9_.-]*:)?[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FILE_FIX = "fix the file or drop --workloads-from"
 _FILE_MODULE_PREFIX = "hpubench_workload_file_"
 
@@ -85,6 +86,30 @@ def option_catalog() -> dict[str, list[str]]:
     }
 
 
+def unavailable() -> dict[str, str]:
+    """Workload name -> why it cannot run here (``Workload.unavailable``), for those that cannot."""
+    return {n: str(_REGISTRY[n].unavailable) for n in names() if _REGISTRY[n].unavailable}
+
+
+def load_config_dir(path: str | os.PathLike[str]) -> list[str]:
+    """Register the transformers model of a directory holding a ``config.json`` as ``hf:<dir name>``."""
+    shown = os.fspath(path)
+    try:
+        cls = hf.class_for_directory(shown)
+    except ValueError as exc:
+        fix = "give a directory holding a transformers config.json"
+        raise UsageError(f"model directory {shown!r}: {exc}; {fix}") from None
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and getattr(existing, "config_dir", None) != cls.config_dir:
+        raise UsageError(
+            f"model directory {shown!r} would be workload {cls.name!r}, already taken by "
+            f"{getattr(existing, 'config_dir', None) or _qualname(existing)}; rename one directory"
+        )
+    cls.unavailable = hf.transformers_missing()
+    _REGISTRY[cls.name] = cls
+    return [cls.name]
+
+
 def load_entry_points() -> list[str]:
     """Register the workloads that installed packages advertise; returns the names added.
 
@@ -123,11 +148,14 @@ def load_file(path: str | os.PathLike[str]) -> list[str]:
 
     The module name is derived from the absolute path: unique per file, yet stable, so loading the same
     file twice replaces its workloads instead of colliding with them. Any failure leaves the registry as
-    it was and raises ``UsageError`` with one line naming the file, the problem and the fix.
+    it was and raises ``UsageError`` with one line naming the file, the problem and the fix. A directory
+    holding a transformers ``config.json`` registers its model instead (:func:`load_config_dir`).
     """
     shown = os.fspath(path)
     where = f"workload file {shown!r}"
     full = os.path.abspath(shown)
+    if os.path.isfile(os.path.join(full, "config.json")):  # a transformers model directory
+        return load_config_dir(full)
     if not os.path.isfile(full):
         problem = "is not a file" if os.path.exists(full) else "does not exist"
         raise UsageError(f"{where} {problem}; check the path or drop --workloads-from")
@@ -253,4 +281,8 @@ def _describe(exc: BaseException, filename: str | None) -> str:
     return text
 
 
-from workloads import bert, gpt, llama, mlp, resnet  # noqa: E402, F401
+from workloads import bert, gpt, hf, llama, mlp, resnet  # noqa: E402, F401
+
+for _cls in hf.builtin_classes():
+    _cls.unavailable = hf.transformers_missing()
+    register(_cls)

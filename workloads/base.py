@@ -35,6 +35,9 @@ class Workload(ABC):
     # a matrix file). A cell's values reach the instance as ``self.options`` (``workloads.get(name, opts)``),
     # so every method (on meta too) sees them; read them with ``int_option``.
     workload_options: ClassVar[dict[str, str]] = {}
+    # Why this workload cannot run on this installation (a missing optional package), or None: its cells
+    # are then skipped with this reason, before anything runs, instead of failing one by one.
+    unavailable: ClassVar[str | None] = None
     options: Mapping[str, str] = MappingProxyType({})
 
     def int_option(self, name: str, default: int) -> int:
