@@ -69,8 +69,11 @@ def _piped_width() -> int:
     return int(raw) if raw.isdigit() and int(raw) >= 40 else 240
 
 
-out_console = Console() if sys.stdout.isatty() else Console(width=_piped_width())
-err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=_piped_width())
+# emoji=False: names print as written ("hf:llama: tiny" must not become a llama emoji).
+out_console = Console(emoji=False) if sys.stdout.isatty() else Console(emoji=False, width=_piped_width())
+err_console = Console(stderr=True, emoji=False)
+if not sys.stderr.isatty():
+    err_console = Console(stderr=True, emoji=False, width=_piped_width())
 WideOpt = Annotated[
     bool,
     typer.Option(
