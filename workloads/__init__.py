@@ -282,6 +282,7 @@ def _describe(exc: BaseException, filename: str | None) -> str:
 
 
 from workloads import bert, gpt, hf, llama, mlp, resnet  # noqa: E402, F401
+from workloads.wrapped import wrap  # noqa: E402, F401  (workloads.wrap: a module + a batch function)
 
 for _cls in hf.builtin_classes():
     _cls.unavailable = hf.transformers_missing()
