@@ -27,6 +27,7 @@ from hpubench.cliparse import check_timeout, out_dir
 from hpubench.envtable import env_table
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
+from hpubench.modeldirs import with_model_dirs
 from hpubench.pluginload import DEFAULT_LIMIT_S, import_limit_s
 
 # Plain click help (rich_markup_mode=None): typer's rich panels label every flag "<bool>" and need ~100
@@ -255,15 +256,6 @@ def _overrides(dims: dict[str, list[str] | None], steps=None, warmup=None, auto=
     return parse_dimensions(**dims, steps=steps, warmup_steps=warmup, auto=auto)
 
 
-def _model_dirs(dims: dict[str, list[str] | None] | None, workloads_from: list[Path] | None):
-    """``-w hf:/path/to/dir`` as ``-w hf:<dir name>`` plus the directory as a workload source."""
-    from hpubench.modeldirs import split_model_dirs
-
-    dims = dict(dims or {})
-    dims["workload"], dirs = split_model_dirs(dims.get("workload"))
-    return dims, [*(workloads_from or []), *dirs]
-
-
 def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluster=None):
     from hpubench.launch import Launcher
 
@@ -363,7 +355,7 @@ def run(
         loader=loader,
         energy_price=energy_price,
     )
-    dims, workloads_from = _model_dirs(dims, workloads_from)
+    dims, workloads_from = with_model_dirs(dims, workloads_from)
     spec = api.resolve_spec(
         matrix,
         _overrides(
@@ -536,7 +528,7 @@ def list_cells(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
 
-    dims, workloads_from = _model_dirs(dims, workloads_from)
+    dims, workloads_from = with_model_dirs(dims, workloads_from)
     spec = api.resolve_spec(matrix, _overrides(dims))
     with _launcher(workloads_from) as launcher:
         _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)

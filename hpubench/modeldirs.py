@@ -60,3 +60,12 @@ def split_model_dirs(workload_flags: list[str] | None) -> tuple[list[str] | None
             dirs[name] = path
             values.append(PREFIX + name)
     return values, list(dirs.values())
+
+
+def with_model_dirs(
+    dims: dict[str, list[str] | None] | None, workloads_from: list[Path] | None
+) -> tuple[dict[str, list[str] | None], list[Path]]:
+    """A command's dimension flags and ``--workloads-from`` with every ``-w hf:<path>`` applied."""
+    dims = dict(dims or {})
+    dims["workload"], dirs = split_model_dirs(dims.get("workload"))
+    return dims, [*(workloads_from or []), *dirs]
