@@ -69,13 +69,15 @@ class _OpCounter(TorchDispatchMode):
 
 
 def source_digest(workload: Workload) -> str:
-    """A digest of the file defining the workload: a changed model must not reuse a stale count."""
+    """A digest of the file defining the workload and of what else it reads (``Workload.fingerprint``): a
+    changed model must not reuse a stale count."""
     try:
         path = inspect.getsourcefile(type(workload))
         data = Path(path).read_bytes() if path else b""
     except (OSError, TypeError):
         data = b""
-    return hashlib.sha1(data + type(workload).__qualname__.encode()).hexdigest()[:16]
+    data += type(workload).__qualname__.encode() + workload.fingerprint()  # e.g. a model's config.json
+    return hashlib.sha1(data).hexdigest()[:16]
 
 
 class _FusedAttention(torch.autograd.Function):

@@ -67,6 +67,11 @@ class Workload(ABC):
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """Forward pass and scalar loss for one batch."""
 
+    def fingerprint(self) -> bytes:
+        """What decides the model beyond this class's source file (a configuration file it reads): the
+        estimate probe's cached counts are reused only while both are unchanged."""
+        return b""
+
     def tokens_per_sample(self, size: str) -> int | None:
         """Tokens in one sample for sequence workloads (tokens/s is then reported), else None."""
         return None

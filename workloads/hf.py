@@ -175,6 +175,15 @@ class HFWorkload(Workload):
         input_ids, labels = batch
         return model(input_ids=input_ids, labels=labels).loss
 
+    def fingerprint(self) -> bytes:
+        if self.config_dir is None:
+            return b""
+        try:
+            with open(os.path.join(self.config_dir, "config.json"), "rb") as f:
+                return f.read()
+        except OSError:
+            return b"unreadable"
+
     def tokens_per_sample(self, size: str) -> int | None:
         if self.unavailable is not None:
             return self.int_option(SEQ_LEN, SEQ[size])
