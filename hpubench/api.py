@@ -63,8 +63,20 @@ def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
         )
     if launcher.workload_options is not None:
         check_option_names([pc.cell for pc in cells], launcher.workload_options)
+    cells = skip_unavailable(cells, launcher.workload_unavailable)
     cluster.check_cells(launcher.cluster, [pc.cell for pc in cells if pc.runnable])
     return Plan(spec, inventory, catalog, cells)
+
+
+def skip_unavailable(cells: list[PlannedCell], unavailable: Mapping[str, str]) -> list[PlannedCell]:
+    """Runnable cells of a workload that cannot run with this installation (``Workload.unavailable``: an
+    optional package missing) skipped with that reason, before anything runs."""
+    return [
+        PlannedCell(pc.cell, f"{pc.cell.workload}: {unavailable[pc.cell.workload]}")
+        if pc.runnable and pc.cell.workload in unavailable
+        else pc
+        for pc in cells
+    ]
 
 
 def check_option_names(cells: list[Cell], accepted: Mapping[str, Sequence[str]]) -> None:

@@ -15,7 +15,7 @@ from hpubench import dimensions
 from hpubench.autosteps import AutoSteps
 from hpubench.dimensions import MODES, PRECISIONS
 
-__all__ = ["CELL_FIELDS", "MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key"]
+__all__ = ["CELL_FIELDS", "MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key", "parse_flops_key"]
 
 # The dimensions of the first release (declared in ``hpubench.dimensions``): every hpubench version wrote
 # them into a record's cell, so a record lacking one is damaged and refused (``hpubench.recordcheck``); a
@@ -139,7 +139,17 @@ class PlannedCell:
         return self.skip_reason is None
 
 
-def flops_key(workload: str, size: str, batch_size: int) -> str:
+def flops_key(workload: str, size: str, batch_size: int, options: tuple[tuple[str, str], ...] = ()) -> str:
     """What a training step's FLOP count depends on (``workloads.flops.count_flops``): the workload, its
-    size and the per-device batch; not the precision, mode, graphs or device. Cells sharing it share it."""
-    return f"{workload}|{size}|{batch_size}"
+    size, the per-device batch and the cell's workload options (``seq_len=...`` changes the model); not the
+    precision, mode, graphs or device. Cells sharing it share it. ``workload|size|batch[|name=value,...]``.
+    """
+    base = f"{workload}|{size}|{batch_size}"
+    return f"{base}|{','.join(f'{k}={v}' for k, v in sorted(options))}" if options else base
+
+
+def parse_flops_key(key: str) -> tuple[str, str, int, dict[str, str]]:
+    """The parts of a :func:`flops_key`: workload, size, batch and options."""
+    workload, size, batch, *rest = key.split("|", 3)
+    options = dict(item.split("=", 1) for item in rest[0].split(",")) if rest and rest[0] else {}
+    return workload, size, int(batch), options

@@ -29,6 +29,7 @@ from hpubench.cliparse import check_timeout, out_dir
 from hpubench.envtable import env_table
 from hpubench.errors import UsageError
 from hpubench.eta import PLAIN_EVERY_S
+from hpubench.modeldirs import with_model_dirs
 from hpubench.pluginload import DEFAULT_LIMIT_S, import_limit_s
 
 # Plain click help (rich_markup_mode=None): typer's rich panels label every flag "<bool>" and need ~100
@@ -71,8 +72,11 @@ def _piped_width() -> int:
     return int(raw) if raw.isdigit() and int(raw) >= 40 else 240
 
 
-out_console = Console() if sys.stdout.isatty() else Console(width=_piped_width())
-err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=_piped_width())
+# emoji=False: names print as written ("hf:llama: tiny" must not become a llama emoji).
+out_console = Console(emoji=False) if sys.stdout.isatty() else Console(emoji=False, width=_piped_width())
+err_console = Console(stderr=True, emoji=False)
+if not sys.stderr.isatty():
+    err_console = Console(stderr=True, emoji=False, width=_piped_width())
 WideOpt = Annotated[
     bool,
     typer.Option(
@@ -268,8 +272,11 @@ def _launcher(workloads_from: list[Path] | None, isolation: str = "fork", cluste
 
     files = [str(p) for p in workloads_from or []]
     for f in files:
-        if not Path(f).is_file():
-            raise UsageError(f"workload file {f!r} does not exist; fix the path given to --workloads-from")
+        if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
+            raise UsageError(
+                f"workload file {f!r} does not exist; fix the path given to --workloads-from "
+                "(a Python file, or a directory holding a transformers config.json)"
+            )
     return Launcher(workload_files=files, isolation=isolation, cluster=cluster)
 
 
@@ -361,10 +368,11 @@ def run(
         loader=loader,
         energy_price=energy_price,
     )
+    dims, workloads_from = with_model_dirs(dims, workloads_from)
     spec = api.resolve_spec(
         matrix,
         _overrides(
-            dims or {},
+            dims,
             steps,
             warmup_steps,
             auto={"target_ci": target_ci, "min_steps": min_steps, "min_time": min_time, "max_time": max_time},
@@ -538,10 +546,8 @@ def list_cells(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
 
-    spec = api.resolve_spec(
-        matrix,
-        _overrides(dims or {}),
-    )
+    dims, workloads_from = with_model_dirs(dims, workloads_from)
+    spec = api.resolve_spec(matrix, _overrides(dims))
     with _launcher(workloads_from) as launcher:
         _plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
     first = None

@@ -247,7 +247,8 @@ def check_sizes(sizes: tuple[Any, ...], grid: Mapping[str, tuple[Any, ...]], ctx
 
 
 def resolve_workloads(v: str, _cell: Mapping[str, Any], ctx: Context) -> list[dict[str, Any]]:
-    return [{"workload": n} for n in (ctx.catalog if v == "all" else [v])]
+    # "all": every workload but a family's ("hf:gpt2"), which run only when named: a family is open-ended.
+    return [{"workload": n} for n in ([n for n in ctx.catalog if ":" not in n] if v == "all" else [v])]
 
 
 def resolve_sizes(v: str, cell: Mapping[str, Any], ctx: Context) -> list[dict[str, Any]]:
@@ -321,6 +322,11 @@ def strategy_of(cell: Any) -> str:
     away from that default, so records written before the dimension existed read as what they ran)."""
     named = dict(cell.extra).get("strategy", BY_LAYOUT)
     return layout_strategy(cell.devices * cell.nodes) if named == BY_LAYOUT else str(named)
+
+
+def shards_state(cell: Any) -> bool:
+    """Whether the cell's strategy splits parameters, gradients and optimizer states over its ranks."""
+    return strategy_of(cell) == "fsdp"
 
 
 def resolve_strategy(v: str, cell: Mapping[str, Any], _ctx: Context) -> list[dict[str, Any]]:

@@ -144,22 +144,30 @@ def rate_dtype(precision: str) -> str:
         return "fp32"
 
 
-def memory_bytes(facts: ModelFacts, precision: str, world_size: int = 1, mode: str = "eager") -> int:
+def memory_bytes(
+    facts: ModelFacts, precision: str, world_size: int = 1, mode: str = "eager", sharded: bool = False
+) -> int:
     """Bytes one device holds at the peak of a step (the formula in the module docstring); several ranks
-    add DDP's gradient buckets, a flat copy of the gradients."""
+    add DDP's gradient buckets, a flat copy of the gradients. ``sharded`` (fsdp): parameters, gradients
+    and optimizer states are split over the ranks, and one block's parameters are gathered at a time
+    (counted as a whole-model transient, an upper bound)."""
     declared = precisions.get(precision)
     low = declared.param_bytes < 4
     mixed = declared.mixed
     w = declared.param_bytes
     states = OPTIMIZER_STATES.get(facts.optimizer, 2)
     transient = w + (2 if mixed else 0)
-    per_param = w + w + states * w + transient + (w if world_size > 1 else 0)
+    held = w + w + states * w  # parameters, gradients, optimizer states
+    if sharded and world_size > 1:
+        per_param = held / world_size + transient
+    else:
+        per_param = held + transient + (w if world_size > 1 else 0)
     act = 0.5 if low else MIXED_ACTIVATION if mixed else 1.0
     return int(
         BASELINE_BYTES
         + (COMPILE_BYTES if mode == "compile" else 0)
         + (DIST_BYTES if world_size > 1 else 0)
-        + facts.params * per_param
+        + int(facts.params * per_param)
         + facts.activation_bytes_fp32 * act
         + N_BATCHES * facts.batch_bytes_fp32
     )
@@ -213,9 +221,10 @@ def estimate_cell(
     peak_tflops: float | None,
     measured: Measured | None = None,
     facts_source: str = "counted on meta",
+    sharded: bool = False,
 ) -> Estimate:
     """One cell's estimate: earlier results first, then FLOPs at the calibrated or published rate."""
-    mem = memory_bytes(facts, precision, world_size, mode) if facts is not None else None
+    mem = memory_bytes(facts, precision, world_size, mode, sharded) if facts is not None else None
     mem_source = f"formula ({facts_source})" if facts is not None else "unknown: model not counted"
     if measured is not None:
         if measured.peak_bytes:
@@ -249,13 +258,24 @@ def measured_from_times(
     return Measured(step, first, fixed, peak_bytes, source)
 
 
-def memory_skip_reason(needed_bytes: int | None, available_bytes: int | None) -> str | None:
+def memory_skip_reason(
+    needed_bytes: int | None, available_bytes: int | None, sharded: bool = False
+) -> str | None:
     """The skip reason of a cell that cannot fit, or None (also when either figure is unknown)."""
     if needed_bytes is None or available_bytes is None or needed_bytes <= available_bytes:
         return None
+    if sharded:
+        return (
+            f"needs ~{needed_bytes / GIB:.1f} GiB per device, {available_bytes / GIB:.1f} GiB available "
+            "(memory estimate; fsdp splits the model, its gradients and optimizer states over the devices: "
+            "try more devices, a smaller batch or bf16-true; see hpubench list cells --skipped)"
+        )
+    # Data-parallel cells are all hpubench runs: more DDP devices do not shrink what each one holds.
     return (
         f"needs ~{needed_bytes / GIB:.1f} GiB per device, {available_bytes / GIB:.1f} GiB available "
-        "(memory estimate; see hpubench list cells --skipped)"
+        "(memory estimate; every device holds the whole model, its gradients and optimizer states, as DDP "
+        "does: try a smaller batch or bf16-true, a device with more memory, or sharding over more devices "
+        "(--strategy fsdp --devices N: FSDP); see hpubench list cells --skipped)"
     )
 
 

@@ -285,6 +285,7 @@ class Launcher:
         # Workload name -> accepted option names, learnt by detect(); None until then (or from a worker
         # too old to say), when unknown options are left to the worker to refuse.
         self.workload_options: dict[str, tuple[str, ...]] | None = None
+        self.workload_unavailable: dict[str, str] = {}  # workload -> why it cannot run here
         self._slots: dict[tuple[int, int], Any] = {}  # (plan position, repeat) -> hpubench.dist.launch.Slot
         self._tmp = Path(tempfile.mkdtemp(prefix="hpubench-launch-"))
         # FLOP counts cells of this run made, by hpubench.cell.flops_key, handed to later cells.
@@ -402,6 +403,9 @@ class Launcher:
         names = data.get("workload_options")
         if isinstance(names, dict):
             self.workload_options = {k: tuple(v) for k, v in names.items()}
+        missing = data.get("workload_unavailable")
+        if isinstance(missing, dict):
+            self.workload_unavailable = {str(k): str(v) for k, v in missing.items()}
 
     def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
         """``hpubench.probe`` (estimates' model facts and rates) with ``args``, in a child forked from the
@@ -789,7 +793,7 @@ class Launcher:
         rt = result.runtime
         count, batch = rt.flops_per_device_step, rt.batch_size
         if rt.flops_counted == "here" and isinstance(count, int) and isinstance(batch, int):
-            self._flops[flops_key(result.cell.workload, result.cell.size, batch)] = count
+            self._flops[flops_key(result.cell.workload, result.cell.size, batch, result.cell.options)] = count
 
     def _collect(
         self,

@@ -22,7 +22,8 @@ from typing import Any
 from hpubench import peaks
 from hpubench.autosteps import AutoSteps
 from hpubench.budget import BudgetItem, BudgetPlan, plan
-from hpubench.cell import PlannedCell
+from hpubench.cell import PlannedCell, flops_key, parse_flops_key
+from hpubench.dimvalues import shards_state
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.estimate import (
     Calibration,
@@ -95,8 +96,15 @@ def _cache_path() -> Path:
 
 
 def facts_key(pc: PlannedCell) -> str:
-    """Where a cell's model facts are kept: ``workload|size|batch`` (batch 0: the size's default)."""
-    return f"{pc.cell.workload}|{pc.cell.size}|{pc.cell.batch_size or 0}"
+    """Where a cell's model facts are kept: workload, size, batch (0: the size's default) and the
+    options that change the model (hpubench.cell.flops_key)."""
+    return flops_key(pc.cell.workload, pc.cell.size, pc.cell.batch_size or 0, pc.cell.options)
+
+
+def _default_batch_key(key: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """A facts key without its batch: the probe answers batch 0 (the size's default) under the real one."""
+    workload, size, _batch, options = parse_flops_key(key)
+    return workload, size, tuple(sorted(options.items()))
 
 
 # argv for hpubench.probe.main (without --out), a timeout in seconds -> the probe's JSON result.
@@ -162,11 +170,10 @@ def run_probe(
     except ProbeFailed as exc:
         return {}, {}, f"the estimate probe failed: {exc}"
     facts_out: dict[str, dict[str, Any]] = {}
-    by_default = {f"{k.split('|')[0]}|{k.split('|')[1]}": v for k, v in data["facts"].items()}
+    by_default = {_default_batch_key(k): v for k, v in data["facts"].items()}
     for pc in runnable:
         key = facts_key(pc)
-        size_key = f"{pc.cell.workload}|{pc.cell.size}"
-        hit = data["facts"].get(key) if pc.cell.batch_size else by_default.get(size_key)
+        hit = data["facts"].get(key) if pc.cell.batch_size else by_default.get(_default_batch_key(key))
         if hit is not None:
             facts_out[key] = hit
     cals = {}
@@ -234,8 +241,10 @@ def estimate_plan(
             calibration=calibrations.get(c.accelerator),
             peak_tflops=peak.tflops if peak is not None else None,
             measured=measured.get(c.key),
+            sharded=shards_state(c),
         )
-        reason = memory_skip_reason(est.memory_bytes, inventory.memory_per_device(c.accelerator, c.devices))
+        available = inventory.memory_per_device(c.accelerator, c.devices)
+        reason = memory_skip_reason(est.memory_bytes, available, shards_state(c))
         out_cells.append(PlannedCell(c, reason) if reason else pc)
         out_est.append(est)
     return out_cells, out_est

@@ -42,6 +42,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import workloads
 from hpubench import pluginload
+from hpubench.cell import flops_key, parse_flops_key
 from hpubench.errors import UsageError
 from hpubench.store import write_json_atomic
 from workloads.base import Workload
@@ -68,13 +69,15 @@ class _OpCounter(TorchDispatchMode):
 
 
 def source_digest(workload: Workload) -> str:
-    """A digest of the file defining the workload: a changed model must not reuse a stale count."""
+    """A digest of the file defining the workload and of what else it reads (``Workload.fingerprint``): a
+    changed model must not reuse a stale count."""
     try:
         path = inspect.getsourcefile(type(workload))
         data = Path(path).read_bytes() if path else b""
     except (OSError, TypeError):
         data = b""
-    return hashlib.sha1(data + type(workload).__qualname__.encode()).hexdigest()[:16]
+    data += type(workload).__qualname__.encode() + workload.fingerprint()  # e.g. a model's config.json
+    return hashlib.sha1(data).hexdigest()[:16]
 
 
 class _FusedAttention(torch.autograd.Function):
@@ -158,14 +161,17 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def facts(wanted: list[tuple[str, str, int]], cache_path: Path | None) -> dict[str, dict[str, Any]]:
-    """Counts for each (workload, size, batch), keyed ``workload|size|batch``; cached by source digest."""
+def facts(
+    wanted: list[tuple[str, str, int, dict[str, str]]], cache_path: Path | None
+) -> dict[str, dict[str, Any]]:
+    """Counts for each (workload, size, batch, options), keyed by ``hpubench.cell.flops_key``; cached by
+    source digest."""
     cache = _load_cache(cache_path)
     out: dict[str, dict[str, Any]] = {}
     changed = False
-    for name, size, batch in wanted:
-        wl = workloads.get(name)
-        key = f"{name}|{size}|{batch}"
+    for name, size, batch, options in wanted:
+        wl = workloads.get(name, options)
+        key = flops_key(name, size, batch, tuple(options.items()))
         digest = source_digest(wl)
         hit = cache.get(key)
         if isinstance(hit, dict) and hit.get("digest") == digest:
@@ -256,7 +262,9 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hpubench.probe")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--cell", action="append", default=[], help="workload|size|batch (batch 0: default)")
+    parser.add_argument(
+        "--cell", action="append", default=[], help="workload|size|batch[|options] (batch 0: default)"
+    )
     parser.add_argument("--cache")
     parser.add_argument(
         "--calibrate", action="append", default=[], help="accelerator to calibrate; NAME:host for host cores"
@@ -273,11 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     wanted = []
     for spec in args.cell:
-        name, size, batch = spec.split("|")
+        name, size, batch, options = parse_flops_key(spec)
         if name not in workloads.names():
             continue
-        b = int(batch) or workloads.get(name).sizes[size].batch_size
-        wanted.append((name, size, b))
+        b = batch or workloads.get(name).sizes[size].batch_size
+        wanted.append((name, size, b, options))
     result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
     result["calibration"] = {}
     for spec in args.calibrate:

@@ -150,11 +150,11 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
         m = r.metrics
         if m is None:
             table.add_row(
-                r.key,
+                escape(r.key),
                 _status(r.status),
                 _quality(r.quality),
                 *NO_FIGURES,
-                r.reason or "",
+                escape(r.reason or ""),  # "pip install 'hpubench[hf]'" is text, not markup
             )
             continue
         ci = f"{m.samples_per_s:,.1f} [{m.samples_per_s_ci[0]:,.1f}, {m.samples_per_s_ci[1]:,.1f}]"

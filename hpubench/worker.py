@@ -147,7 +147,7 @@ def _run(
             "data": "each rank draws its own batches (generator seed + rank)",
         }
 
-    workload = workloads.get(cell.workload)
+    workload = workloads.get(cell.workload, dict(cell.options))  # seq_len=... and the like reach it
     if cell.size not in workload.sizes:
         raise ValueError(f"workload {cell.workload!r} has no size {cell.size!r}")
     batch_size = cell.batch_size or workload.sizes[cell.size].batch_size
@@ -177,7 +177,7 @@ def _run(
         dict(cell.options), workload, step, cell.warmup_steps, acc.synchronize, device, runtime
     )
 
-    known = flops_hints.get(flops_key(cell.workload, cell.size, batch_size))
+    known = flops_hints.get(flops_key(cell.workload, cell.size, batch_size, cell.options))
     if known is None:
         t_flops = time.perf_counter()
         flops_per_step = count_flops(workload, cell.size, batch_size)

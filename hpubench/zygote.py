@@ -277,12 +277,13 @@ def prepare(workload_files: list[str]) -> dict[str, list[str]]:
     return {name: list(sizes) for name, sizes in workloads.catalog().items()}
 
 
-def option_names() -> dict[str, list[str]]:
-    """Workload name -> the option names it accepts (harness options included), for the launcher to
-    refuse an unknown ``--option`` before any cell runs."""
+def workload_facts() -> dict[str, Any]:
+    """Per workload, the option names it accepts (harness options included) and why it cannot run with
+    this installation (a missing optional package), for the launcher to refuse an unknown ``--option``
+    and skip what cannot run before any cell runs."""
     import workloads  # loaded by prepare() already: this is a lookup, not an import
 
-    return workloads.option_catalog()
+    return {"workload_options": workloads.option_catalog(), "workload_unavailable": workloads.unavailable()}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -355,7 +356,7 @@ def _detect_to_file(out: str) -> None:
     from hpubench.detect import detect
     from hpubench.store import write_json_atomic
 
-    write_json_atomic(out, {"inventory": detect().to_dict(), "workload_options": option_names()}, indent=None)
+    write_json_atomic(out, {"inventory": detect().to_dict(), **workload_facts()}, indent=None)
 
 
 def release_devices() -> None:
@@ -562,7 +563,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
         payload["doctor"] = child_facts()
     from hpubench.detect import detect
 
-    payload.update(inventory=detect().to_dict(), workloads=catalog, workload_options=option_names())
+    payload.update(inventory=detect().to_dict(), workloads=catalog, **workload_facts())
     write_json_atomic(out, payload, indent=None)
     return 0
 

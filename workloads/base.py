@@ -8,7 +8,9 @@ work on the ``meta`` device with ``generator=None``, which is how FLOPs are coun
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 import torch
@@ -29,6 +31,27 @@ class Workload(ABC):
     sizes: ClassVar[dict[str, SizeSpec]]  # must have "tiny" (CI-fast) and "standard" (realistic)
     optimizer: ClassVar[str] = "adamw"  # "adamw" or "sgd": one optimizer (several are an HPU limitation)
     lr: ClassVar[float] = 1e-3
+    # Option name -> what it does: the names a cell may set with ``--option name=value`` (or ``options`` in
+    # a matrix file). A cell's values reach the instance as ``self.options`` (``workloads.get(name, opts)``),
+    # so every method (on meta too) sees them; read them with ``int_option``.
+    workload_options: ClassVar[dict[str, str]] = {}
+    # Why this workload cannot run on this installation (a missing optional package), or None: its cells
+    # are then skipped with this reason, before anything runs, instead of failing one by one.
+    unavailable: ClassVar[str | None] = None
+    options: Mapping[str, str] = MappingProxyType({})
+
+    def int_option(self, name: str, default: int) -> int:
+        """The positive integer value of option ``name`` for this cell, or ``default`` when it is not set."""
+        raw = self.options.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(str(raw))
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"option {name} takes a positive integer, got {raw!r}; e.g. --option {name}=128")
+        return value
 
     @abstractmethod
     def build_model(self, size: str) -> nn.Module:
@@ -49,6 +72,11 @@ class Workload(ABC):
         each one on its own, then the rest of the model. Default: the entries of the model's top-level
         ``nn.ModuleList`` attributes (gpt's ``blocks``, bert's ``layers``); none for other models."""
         return [m for child in model.children() if isinstance(child, nn.ModuleList) for m in child]
+
+    def fingerprint(self) -> bytes:
+        """What decides the model beyond this class's source file (a configuration file it reads): the
+        estimate probe's cached counts are reused only while both are unchanged."""
+        return b""
 
     def tokens_per_sample(self, size: str) -> int | None:
         """Tokens in one sample for sequence workloads (tokens/s is then reported), else None."""

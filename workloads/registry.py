@@ -19,16 +19,19 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 
 from hpubench.errors import UsageError
+from workloads import hf
 from workloads.base import SizeSpec, Workload
 
 ENTRY_POINT_GROUP = "hpubench.workloads"
 BUILTIN_SIZES = ("tiny", "standard")
 # Names end up in "/"-joined cell keys, file names and table cells, so keep them to plain words.
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# One "family:" prefix is allowed (hf:gpt2): a family's workloads run only when named, never under "all".
+_NAME_RE = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9_.-]*:)?[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FILE_FIX = "fix the file or drop --workloads-from"
 _FILE_MODULE_PREFIX = "hpubench_workload_file_"
 
@@ -55,11 +58,16 @@ def register(cls: type[Workload]) -> type[Workload]:
     return cls
 
 
-def get(name: str) -> Workload:
+def get(name: str, options: Mapping[str, str] | None = None) -> Workload:
+    """An instance of workload ``name``; ``options``: the cell's option values, as ``instance.options``."""
     try:
-        return _REGISTRY[name]()
+        cls = _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown workload {name!r}; known: {', '.join(names())}") from None
+    instance = cls()
+    if options:
+        instance.options = MappingProxyType({str(k): str(v) for k, v in options.items()})
+    return instance
 
 
 def names() -> list[str]:
@@ -79,6 +87,30 @@ def option_catalog() -> dict[str, list[str]]:
         n: sorted(set(HARNESS_OPTIONS) | set(getattr(_REGISTRY[n], "workload_options", {}) or {}))
         for n in names()
     }
+
+
+def unavailable() -> dict[str, str]:
+    """Workload name -> why it cannot run here (``Workload.unavailable``), for those that cannot."""
+    return {n: str(_REGISTRY[n].unavailable) for n in names() if _REGISTRY[n].unavailable}
+
+
+def load_config_dir(path: str | os.PathLike[str]) -> list[str]:
+    """Register the transformers model of a directory holding a ``config.json`` as ``hf:<dir name>``."""
+    shown = os.fspath(path)
+    try:
+        cls = hf.class_for_directory(shown)
+    except ValueError as exc:
+        fix = "give a directory holding a transformers config.json"
+        raise UsageError(f"model directory {shown!r}: {exc}; {fix}") from None
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and getattr(existing, "config_dir", None) != cls.config_dir:
+        raise UsageError(
+            f"model directory {shown!r} would be workload {cls.name!r}, already taken by "
+            f"{getattr(existing, 'config_dir', None) or _qualname(existing)}; rename one directory"
+        )
+    cls.unavailable = hf.transformers_missing()
+    _REGISTRY[cls.name] = cls
+    return [cls.name]
 
 
 def load_entry_points() -> list[str]:
@@ -119,11 +151,14 @@ def load_file(path: str | os.PathLike[str]) -> list[str]:
 
     The module name is derived from the absolute path: unique per file, yet stable, so loading the same
     file twice replaces its workloads instead of colliding with them. Any failure leaves the registry as
-    it was and raises ``UsageError`` with one line naming the file, the problem and the fix.
+    it was and raises ``UsageError`` with one line naming the file, the problem and the fix. A directory
+    holding a transformers ``config.json`` registers its model instead (:func:`load_config_dir`).
     """
     shown = os.fspath(path)
     where = f"workload file {shown!r}"
     full = os.path.abspath(shown)
+    if os.path.isfile(os.path.join(full, "config.json")):  # a transformers model directory
+        return load_config_dir(full)
     if not os.path.isfile(full):
         problem = "is not a file" if os.path.exists(full) else "does not exist"
         raise UsageError(f"{where} {problem}; check the path or drop --workloads-from")

@@ -156,6 +156,15 @@ def test_memory_skip_reason_states_both_figures_and_stays_silent_when_either_is_
     assert E.memory_skip_reason(None, 1) is None and E.memory_skip_reason(1, None) is None
 
 
+def test_memory_skip_reason_says_what_could_make_the_cell_fit():
+    """A model too big for data-parallel training (every device a whole replica, as DDP keeps it) is not
+    fixed by more DDP devices: the reason names the ways out, sharding over devices (FSDP) among them."""
+    reason = E.memory_skip_reason(205 * E.GIB, 22 * E.GIB)
+    assert reason is not None
+    assert "every device holds the whole model" in reason and "DDP" in reason
+    assert "--strategy fsdp" in reason and "more devices" in reason and "more memory" in reason
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("90s", 90), ("60m", 3600), ("1.5h", 5400), ("45", 45), (" 2M ", 120)]
 )
@@ -196,3 +205,16 @@ def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
     fixed = Cell("mlp", steps=20)
     assert _est(0.01).steps_for(fixed) == 20
     assert _est(0.01).cell_time_s(fixed) == _est(0.01).cell_s(3, 20)
+
+
+def test_fsdp_splits_what_each_device_holds_and_says_so_when_it_cannot_fit() -> None:
+    ddp = E.memory_bytes(GPT_STD, "32-true", world_size=2)
+    fsdp = E.memory_bytes(GPT_STD, "32-true", world_size=2, sharded=True)
+    held = GPT_STD.params * 4 * 4  # adamw, fp32: parameters, gradients, two states
+    # half of what is held goes to the other rank, and DDP's gradient buckets are not there
+    assert ddp - fsdp == pytest.approx(held / 2 + GPT_STD.params * 4, rel=1e-6)
+    assert E.memory_bytes(GPT_STD, "32-true", world_size=1, sharded=True) == E.memory_bytes(
+        GPT_STD, "32-true", world_size=1
+    )
+    reason = E.memory_skip_reason(10 * 2**30, 2**30, sharded=True)
+    assert reason is not None and "fsdp splits" in reason and "more devices" in reason

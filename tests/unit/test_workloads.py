@@ -14,10 +14,10 @@ import workloads
 from workloads.base import Workload
 from workloads.flops import count_flops
 
-BUILTINS = ("bert", "gpt", "mlp", "resnet")
+BUILTINS = ("bert", "gpt", "llama", "mlp", "resnet")
 # Classes the tiny sizes choose between (vocabulary size for the language models): at init the loss
 # must be close to ln of this, or the initialisation or the loss is wrong.
-TINY_CLASSES = {"mlp": 10, "resnet": 10, "gpt": 512, "bert": 1024}
+TINY_CLASSES = {"mlp": 10, "resnet": 10, "gpt": 512, "bert": 1024, "llama": 8192}
 CPU = torch.device("cpu")
 META = torch.device("meta")
 
@@ -58,7 +58,7 @@ def _meta_model(wl: Workload, size: str) -> nn.Module:
 def test_builtins_register_on_import() -> None:
     assert set(BUILTINS) <= set(workloads.names())
     for name in BUILTINS:
-        assert workloads.catalog()[name] == ("tiny", "standard")
+        assert workloads.catalog()[name][:2] == ("tiny", "standard")
 
 
 @pytest.mark.parametrize("name", BUILTINS)
@@ -165,7 +165,7 @@ def test_tokens_per_sample(name: str) -> None:
     wl = workloads.get(name)
     for size in ("tiny", "standard"):
         tokens = wl.tokens_per_sample(size)
-        if name in ("gpt", "bert"):
+        if name in ("gpt", "bert", "llama"):
             assert tokens == wl.make_batch(size, 1, META, None)[0].shape[1]
         else:
             assert tokens is None
