@@ -25,10 +25,10 @@ def _snippet() -> str:
 
 @pytest.fixture(autouse=True)
 def _registry_restored():
-    saved = dict(workloads._REGISTRY)
+    saved = dict(workloads.registry._REGISTRY)
     yield
-    workloads._REGISTRY.clear()
-    workloads._REGISTRY.update(saved)
+    workloads.registry._REGISTRY.clear()
+    workloads.registry._REGISTRY.update(saved)
 
 
 def test_the_readme_snippet_is_short_and_runs_through_the_cli(tmp_path: Path) -> None:
