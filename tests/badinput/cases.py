@@ -325,7 +325,8 @@ SPOILED: list[tuple[str, object, str]] = [
     ("cell.device_ids", "0", "device_ids"),
     ("cell.auto_steps", 5, "auto_steps"),
     ("cell.colour", "blue", "cell"),
-    ("schema", 2, "schema"),
+    ("schema", 3, "schema"),  # versions 1 and 2 read (hpubench.record.READABLE_SCHEMAS)
+    ("schema", 0, "schema"),
     ("schema", "1", "schema"),
     ("schema", ..., "schema"),
 ]
