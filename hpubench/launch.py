@@ -28,8 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import exitwords, oomwatch, proctree
-from hpubench import zygote as zy
+from hpubench import childwait, exitwords, oomwatch, proctree, zygotewire
 from hpubench.cell import Cell, PlannedCell, flops_key
 from hpubench.cellwatch import CellWatch
 from hpubench.cluster import ClusterEnv
@@ -94,13 +93,6 @@ def _tail(path: Path | str, lines: int = TAIL_LINES) -> str | None:
     return "\n".join(text.splitlines()[-lines:]) or None
 
 
-def _usage_line(stderr_text: str | None) -> str | None:
-    for line in reversed((stderr_text or "").splitlines()):
-        if line.startswith(zy.USAGE_ERROR_PREFIX):
-            return line[len(zy.USAGE_ERROR_PREFIX) :]
-    return None
-
-
 def _child_env(base: dict[str, str], signature: EnvSignature) -> dict[str, str]:
     env = dict(base)
     env.update(signature)
@@ -157,7 +149,7 @@ class _Zygote:
                 start_new_session=True,
             )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.channel = zy.LineChannel(self.proc.stdout.fileno())
+        self.channel = zygotewire.LineChannel(self.proc.stdout.fileno())
         try:
             ready = self._read(ZYGOTE_START_TIMEOUT_S, starting=True)
         except BaseException:  # a Ctrl-C during the warm-up included: never leave it running
@@ -197,7 +189,7 @@ class _Zygote:
         if line is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-            usage = _usage_line(self.stderr_tail())
+            usage = zygotewire.usage_line(self.stderr_tail())
             if starting and usage:
                 raise UsageError(usage)
             how = self._ended_how()
@@ -214,7 +206,7 @@ class _Zygote:
         self.child_pid = None
         self.oom_before = oomwatch.oom_kills()  # the zygote itself may be the OOM killer's choice
         try:
-            zy.send(self.proc.stdin.fileno(), msg)  # type: ignore[union-attr]
+            zygotewire.send(self.proc.stdin.fileno(), msg)  # type: ignore[union-attr]
         except OSError:
             raise _ZygoteDied(self._ended_how()) from None
         deadline = time.monotonic() + timeout_s
@@ -230,7 +222,7 @@ class _Zygote:
         """Ask politely (the zygote kills a running child on end of input), then insist."""
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
-                zy.send(self.proc.stdin.fileno(), {"op": "exit"})  # type: ignore[union-attr]
+                zygotewire.send(self.proc.stdin.fileno(), {"op": "exit"})  # type: ignore[union-attr]
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -246,7 +238,7 @@ class _Zygote:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
         if self.child_pid is not None:  # the zygote can no longer clean up after its child
-            zy.killpg(self.child_pid, signal.SIGKILL)
+            childwait.killpg(self.child_pid, signal.SIGKILL)
             self.child_pid = None
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(Exception):
@@ -470,7 +462,7 @@ class Launcher:
         self._spawned = proc
         reply = self._wait_spawned(proc, DETECT_TIMEOUT_S, log)
         self._spawned = None
-        usage = _usage_line(_tail(log))
+        usage = zygotewire.usage_line(_tail(log))
         if usage:
             raise UsageError(usage)
         return self._read_out(out), reply
@@ -672,7 +664,7 @@ class Launcher:
                 "feed": None if feed is None else str(feed),
             }
             try:
-                reply = z.request(request, timeout_s + zy.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
+                reply = z.request(request, timeout_s + childwait.KILL_GRACE_S + ZYGOTE_REPLY_SLACK_S)
             except _ZygoteDied as exc:
                 zygote_tail = z.stderr_tail()
                 self._drop(signature)
@@ -752,7 +744,7 @@ class Launcher:
                 timeout_s = 0.0
             else:
                 os.read(ready_fd, 1)
-        reply = zy.wait_child(proc.pid, timeout_s, str(log), None)
+        reply = childwait.wait_child(proc.pid, timeout_s, str(log), None)
         assert reply is not None  # only a control channel can end the wait early
         # We reaped it ourselves; tell Popen so it neither waits again nor warns.
         proc.returncode = -reply["signal"] if reply["signal"] else reply["exitcode"]
@@ -761,7 +753,7 @@ class Launcher:
     def _kill_spawned(self) -> None:
         proc, self._spawned = self._spawned, None
         if proc is not None:
-            zy.killpg(proc.pid, signal.SIGKILL)
+            childwait.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
 
