@@ -61,6 +61,7 @@ from typing import Any
 
 from hpubench import proctree
 from hpubench.childwait import killpg, note, wait_child
+from hpubench.errors import UsageError
 from hpubench.zygotechild import (
     child_main,
     detect_once,
@@ -120,8 +121,6 @@ def serve(workload_files: list[str]) -> int:
     try:
         catalog = prepare(workload_files)
     except Exception as exc:
-        from hpubench.errors import UsageError
-
         if isinstance(exc, UsageError):
             print(USAGE_ERROR_PREFIX + " ".join(str(exc).split()), file=sys.stderr, flush=True)
             send(proto_fd, {"ready": False, "error": " ".join(str(exc).split()), "usage": True})

@@ -25,6 +25,7 @@ import time
 import traceback
 from typing import Any
 
+from hpubench.errors import UsageError
 from hpubench.zygotewire import USAGE_ERROR_PREFIX
 
 LOG_TAIL_LINES = 40
@@ -59,7 +60,6 @@ def prepare(workload_files: list[str]) -> dict[str, list[str]]:
 
     import workloads
     from hpubench import pluginload
-    from hpubench.errors import UsageError
 
     for path in workload_files:
         try:
@@ -255,7 +255,6 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     """``--detect``: inventory and workload catalog; with ``doctor``, ``hpubench doctor``'s facts too,
     gathered first (before detection imports any device framework: one of the facts is whether
     ``import torch`` alone loaded one)."""
-    from hpubench.errors import UsageError
     from hpubench.store import write_json_atomic
 
     try:
