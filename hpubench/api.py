@@ -17,8 +17,9 @@ from hpubench import addrcheck, cluster, doctor, doctor_probe, interrupt, matrix
 from hpubench.cell import Cell, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
+from hpubench.events import Event
 from hpubench.inventory import Inventory
-from hpubench.launch import Event, Launcher
+from hpubench.launch import Launcher
 from hpubench.outfile import os_error_text
 from hpubench.preflight import BudgetedStore, BudgetRun, fit_memory
 from hpubench.record import CellResult

@@ -26,7 +26,7 @@ from hpubench.eta import (
     format_duration,
     run_left_s,
 )
-from hpubench.launch import Event
+from hpubench.events import Event
 
 
 class LiveView:

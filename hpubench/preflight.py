@@ -35,8 +35,8 @@ from hpubench.estimate import (
     memory_skip_reason,
     rate_dtype,
 )
+from hpubench.events import Event
 from hpubench.inventory import Inventory
-from hpubench.launch import Event
 from hpubench.outfile import os_error_text
 from hpubench.record import CellResult
 from hpubench.store import ResultStore, load_results, write_json_atomic

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import time
@@ -27,10 +26,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hpubench import proctree
-from hpubench import zygote as zy
 from hpubench.cell import Cell, PlannedCell
+from hpubench.childwait import killpg
 from hpubench.cluster import ClusterEnv
-from hpubench.procwait import wait_exit
 from hpubench.dist.spec import (
     AGENT_LOG_FILE,
     AGENT_SUMMARY_FILE,
@@ -40,6 +38,7 @@ from hpubench.dist.spec import (
     rank_status_file,
     rendezvous_id,
 )
+from hpubench.procwait import wait_exit
 from hpubench.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
 from hpubench.store import utc_now_iso
 
@@ -230,11 +229,11 @@ def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     import psutil
 
     tree = _tree(proc.pid)  # before any signal: an agent killed first would orphan its workers
-    zy.killpg(proc.pid, signal.SIGTERM)
+    killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
     tree += _tree(proc.pid) if proc.poll() is None else []
-    zy.killpg(proc.pid, signal.SIGKILL)
+    killpg(proc.pid, signal.SIGKILL)
     for p in tree:
         with contextlib.suppress(psutil.Error):
             p.kill()  # psutil checks the process is still the one it saw: no pid-reuse accident

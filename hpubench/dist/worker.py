@@ -75,10 +75,10 @@ def _record_main(spec: LaunchSpec) -> int:
     )
     _status(spec, rank, "started")
 
-    from hpubench import zygote
+    from hpubench import zygotechild
     from hpubench.store import write_json_atomic
 
-    zygote.prepare(list(spec.workload_files))
+    zygotechild.prepare(list(spec.workload_files))
     from hpubench.record import STATUS_FAILED
     from hpubench.worker import run_cell
 

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from hpubench.eta import RunEstimate, StepProgress
-from hpubench.launch import Event
+from hpubench.events import Event
 from hpubench.liveview import LiveView
 
 

@@ -15,11 +15,11 @@ from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
 from hpubench.devicestats import MemorySample, MemoryTimeline, should_sample
 from hpubench.errors import UsageError
-from hpubench.launch import _cell_options
 from hpubench.loader import split_from_times
 from hpubench.profile import OpRow, ProfileResult, op_table, trace_file_name, trace_relpath
 from hpubench.record import STATUS_OK, CellResult
 from hpubench.runoptions import ProfileOptions, RunOptions
+from hpubench.scheduler import cell_options
 from hpubench.tables import observation_tables, sparkline
 from hpubench.telemetry import Reading, summarise
 
@@ -61,11 +61,11 @@ def test_profiling_options_never_change_the_cell_key():
     cell = Cell("mlp")
     opts = RunOptions(profile=ProfileOptions(), memory_every=1, loader="host")
     assert "profile" not in cell.key and cell.key == Cell.from_dict(cell.to_dict()).key
-    assert _cell_options(opts, cell.key, 0).trace_relpath == trace_relpath(cell.key)
+    assert cell_options(opts, cell.key, 0).trace_relpath == trace_relpath(cell.key)
     # repetitions keep their own trace files
-    assert _cell_options(opts, cell.key, 2).trace_relpath.endswith(".r2.json")
-    assert _cell_options(None, cell.key, 0) is None
-    assert _cell_options(RunOptions(), cell.key, 1) == RunOptions()
+    assert cell_options(opts, cell.key, 2).trace_relpath.endswith(".r2.json")
+    assert cell_options(None, cell.key, 0) is None
+    assert cell_options(RunOptions(), cell.key, 1) == RunOptions()
 
 
 def test_trace_file_names_are_safe():

@@ -6,8 +6,8 @@ import pytest
 
 from hpubench.cell import Cell, PlannedCell
 from hpubench.estimate import GIB, Estimate, Measured
+from hpubench.events import Event
 from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.launch import Event
 from hpubench.preflight import (
     CELL_OVERRUN,
     CELL_SLACK_S,

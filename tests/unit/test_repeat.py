@@ -1,4 +1,5 @@
-"""Repetitions (`hpubench run --repeat N`): record identity, store dedupe, interleaved passes, resume."""
+"""Repetitions (`hpubench run --repeat N`): record identity, store dedupe, interleaved passes, resume
+(the real scheduler, hpubench.scheduler, with an executor that runs no process)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from hpubench.cell import Cell, PlannedCell
 from hpubench.errors import UsageError
-from hpubench.launch import Launcher
+from hpubench.executor import CellOutcome, CellRequest, Executor
 from hpubench.record import CellResult
+from hpubench.scheduler import Scheduler
 from hpubench.store import ResultStore, load_results, to_dataframe
 
 
@@ -51,24 +53,28 @@ def test_store_keeps_every_repetition_and_the_latest_of_each(tmp_path: Path) -> 
     assert store.log_path(cell.key) != store.log_path(cell.key, 1)
 
 
-class _FakeLauncher(Launcher):
-    """The real run loop; each cell 'runs' by returning a canned record (no processes)."""
+class _FakeExecutor(Executor):
+    """Each cell 'runs' by returning a canned record (no processes)."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.calls: list[str] = []
 
-    def _single_process_cell(self, cell, log, timeout_s, *args, **kwargs):  # type: ignore[override]
-        self.calls.append(f"{cell.workload}:{log.name}")
-        return _ok(cell), 0.0
+    def run(self, request: CellRequest) -> CellOutcome:
+        self.calls.append(f"{request.cell.workload}:{request.log.name}")
+        return CellOutcome(_ok(request.cell), 0.0)
+
+
+def _scheduler() -> tuple[Scheduler, list[str]]:
+    """The real run loop, with the fake executor for every cell; and the calls it gets."""
+    executor = _FakeExecutor()
+    return Scheduler(executor, executor), executor.calls
 
 
 def test_passes_are_interleaved_and_skips_recorded_once(tmp_path: Path) -> None:
     plan = [PlannedCell(Cell("mlp")), PlannedCell(Cell("gpt")), PlannedCell(Cell("bert"), "no such device")]
     events = []
-    with _FakeLauncher() as launcher:
-        results = launcher.run(plan, ResultStore(tmp_path), 60.0, on_event=events.append, repeat=3)
-        calls = launcher.calls
+    scheduler, calls = _scheduler()
+    results = scheduler.run(plan, ResultStore(tmp_path), 60.0, on_event=events.append, repeat=3)
     assert [c.split(":")[0] for c in calls] == ["mlp", "gpt"] * 3  # whole matrix, then again
     assert [r.repeat for r in results if r.status == "ok"] == [0, 0, 1, 1, 2, 2]
     assert [r.status for r in results].count("skipped") == 1
@@ -83,11 +89,11 @@ def test_resume_runs_only_the_missing_repetitions(tmp_path: Path) -> None:
     store.append(_ok(Cell("mlp"), 0))
     store.append(_ok(Cell("gpt"), 0))
     store.append(_ok(Cell("mlp"), 1))  # killed here
-    with _FakeLauncher() as launcher:
-        results = launcher.run(
-            [PlannedCell(Cell("mlp")), PlannedCell(Cell("gpt"))], store, 60.0, resume=True, repeat=2
-        )
-        assert launcher.calls == ["gpt:gpt__tiny__cpu__1x1__32-true__eager__nographs__bsdefault.r1.log"]
+    scheduler, calls = _scheduler()
+    results = scheduler.run(
+        [PlannedCell(Cell("mlp")), PlannedCell(Cell("gpt"))], store, 60.0, resume=True, repeat=2
+    )
+    assert calls == ["gpt:gpt__tiny__cpu__1x1__32-true__eager__nographs__bsdefault.r1.log"]
     assert sorted((r.cell.workload, r.repeat) for r in results) == [
         ("gpt", 0),
         ("gpt", 1),
@@ -97,5 +103,6 @@ def test_resume_runs_only_the_missing_repetitions(tmp_path: Path) -> None:
 
 
 def test_repeat_must_be_positive(tmp_path: Path) -> None:
-    with _FakeLauncher() as launcher, pytest.raises(UsageError, match="repeat"):
-        launcher.run([PlannedCell(Cell("mlp"))], ResultStore(tmp_path), 60.0, repeat=0)
+    scheduler, _ = _scheduler()
+    with pytest.raises(UsageError, match="repeat"):
+        scheduler.run([PlannedCell(Cell("mlp"))], ResultStore(tmp_path), 60.0, repeat=0)
