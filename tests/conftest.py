@@ -14,9 +14,17 @@ from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, w
 
 from hpubench.record import STATUS_FAILED
 
-# A shell that exports COLUMNS would turn the CLI's piped tables compact (hpubench.narrowtable); tests
-# that read the full table get the piped default, and the narrow-terminal tests set COLUMNS themselves.
-os.environ.pop("COLUMNS", None)
+
+@pytest.fixture(autouse=True)
+def _no_terminal_size_in_env() -> None:
+    """No COLUMNS / LINES for the CLIs the tests start: a shell that exports COLUMNS would turn the CLI's
+    piped tables and progress lines 80 columns wide (the narrow-terminal tests set it themselves). Unset
+    at the C level too: during this suite something sets COLUMNS=80 and LINES=24 in the process's own
+    environment without Python's ``os.environ`` seeing it (seen once transformers was installed), and a
+    child started with ``env=None`` inherits that, not ``os.environ``."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
 
 
 @pytest.fixture(scope="session")
