@@ -9,9 +9,9 @@ strings Gaudi users already type. Third parties add one with an installed packag
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass
 
+from hpubench.entrypoints import load_group
 from hpubench.errors import UsageError
 
 ENTRY_POINT_GROUP = "hpubench.precisions"
@@ -77,15 +77,9 @@ def load_entry_points() -> list[str]:
         return []
     _plugins_loaded = True
     added = []
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        where = f"precision entry point {ep.name!r} ({ep.value})"
-        fix = "fix or uninstall the package that provides it"
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise UsageError(f"{where} failed to load: {type(exc).__name__}: {exc}; {fix}") from None
-        if not isinstance(obj, Precision):
-            raise UsageError(f"{where} is not an hpubench.precisions.Precision; {fix}")
+    kind = lambda obj: None if isinstance(obj, Precision) else "an hpubench.precisions.Precision"  # noqa: E731
+    for where, obj in load_group(ENTRY_POINT_GROUP, "precision", kind):
+        assert isinstance(obj, Precision)
         if _REGISTRY.get(obj.name) not in (None, obj):
             raise UsageError(f"{where} reuses the name {obj.name!r} of another precision; rename it")
         if obj.name not in _REGISTRY:

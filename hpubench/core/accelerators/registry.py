@@ -8,11 +8,11 @@ built-in modules can register without importing the package that imports them.
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 from collections.abc import Mapping
 
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.entrypoints import load_group
 from hpubench.errors import UsageError
 
 _REGISTRY: dict[str, type[Accelerator]] = {}
@@ -36,15 +36,13 @@ def load_entry_points() -> list[str]:
         return []
     _plugins_loaded = True
     added = []
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        where = f"accelerator entry point {ep.name!r} ({ep.value})"
-        fix = "fix or uninstall the package that provides it"
-        try:
-            obj = ep.load()
-        except Exception as exc:
-            raise UsageError(f"{where} failed to load: {type(exc).__name__}: {exc}; {fix}") from None
-        if not (inspect.isclass(obj) and issubclass(obj, Accelerator)) or inspect.isabstract(obj):
-            raise UsageError(f"{where} is not a concrete Accelerator subclass; {fix}")
+    concrete = lambda obj: (  # noqa: E731
+        None
+        if inspect.isclass(obj) and issubclass(obj, Accelerator) and not inspect.isabstract(obj)
+        else "a concrete Accelerator subclass"
+    )
+    for where, obj in load_group(ENTRY_POINT_GROUP, "accelerator", concrete):
+        assert isinstance(obj, type)
         if _REGISTRY.get(obj.name) is not obj:
             if obj.name in _REGISTRY:
                 raise UsageError(f"{where} reuses the name {obj.name!r} of another accelerator; rename it")
