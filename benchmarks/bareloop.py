@@ -28,9 +28,9 @@ def bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps
     import torch
 
     import workloads
-    from hpubench.conditions import plan_threads, thread_policy
-    from hpubench.conditions_probe import affinity, apply_plan
-    from hpubench.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
+    from hpubench.measure.conditions import plan_threads, thread_policy
+    from hpubench.measure.conditions_probe import affinity, apply_plan
+    from hpubench.run.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
 
     apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
 

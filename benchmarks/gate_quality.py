@@ -54,11 +54,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hpubench.cell import Cell, PlannedCell  # noqa: E402
-from hpubench.gate import INSUFFICIENT, REGRESSION, GateResult, GateSettings, gate  # noqa: E402
-from hpubench.launch import Launcher  # noqa: E402
-from hpubench.record import CellResult  # noqa: E402
-from hpubench.store import ResultStore, load_results  # noqa: E402
+from hpubench.analysis.gate import INSUFFICIENT, REGRESSION, GateResult, GateSettings, gate  # noqa: E402
+from hpubench.plan.cell import Cell, PlannedCell  # noqa: E402
+from hpubench.run.launch import Launcher  # noqa: E402
+from hpubench.store.record import CellResult  # noqa: E402
+from hpubench.store.results import ResultStore, load_results  # noqa: E402
 
 CONDITIONS = {"A": 0.0, "A2": 0.0, "B5": 0.05, "B10": 0.10}
 # (workload, batch size or None, measured steps): a few seconds per cell at most on 2 CPU cores.
@@ -281,7 +281,7 @@ def _synthetic(
     """Records with AR(1) step times (5% step noise, autocorrelation 0.5) and log-normal run drift."""
     import numpy as np  # only the simulation needs numpy at this level
 
-    from hpubench.metrics import build_metrics
+    from hpubench.analysis.metrics import build_metrics
 
     out = []
     for rep in range(repeats):

@@ -195,8 +195,8 @@ class _EventClock:
 
 
 def _run_cell(launcher: Any, cell: Any, store_dir: Path) -> tuple[Any, _EventClock]:
-    from hpubench.cell import PlannedCell
-    from hpubench.store import ResultStore
+    from hpubench.plan.cell import PlannedCell
+    from hpubench.store.results import ResultStore
 
     clock = _EventClock()
     (result,) = launcher.run(
@@ -228,7 +228,7 @@ def _fixed_cost_row(result: Any, clock: _EventClock) -> dict[str, Any]:
 
 def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, tmp: Path) -> list[dict]:
     import workloads
-    from hpubench.cell import Cell
+    from hpubench.plan.cell import Cell
 
     out = []
     for name, steps in plan:
@@ -303,7 +303,7 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
 
 
 def measure_fixed_cost(launcher: Any, n_mlp: int, tmp: Path) -> dict[str, Any]:
-    from hpubench.cell import Cell
+    from hpubench.plan.cell import Cell
 
     rows = []
     print(f"  {n_mlp} tiny mlp cells ", end="", flush=True)
@@ -357,8 +357,8 @@ def measure_naive(repeats: int) -> dict[str, Any]:
 
 
 def measure_spawn(n: int, tmp: Path) -> dict[str, Any]:
-    from hpubench.cell import Cell
-    from hpubench.launch import Launcher
+    from hpubench.plan.cell import Cell
+    from hpubench.run.launch import Launcher
 
     rows = []
     with Launcher(isolation="spawn") as launcher:
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import workloads  # noqa: F401
     from hpubench.core.accelerators.cpu import cpu_model_name
-    from hpubench.launch import Launcher
+    from hpubench.run.launch import Launcher
 
     print(f"hpubench overhead benchmark, {mode} run: measuring ...", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="hpubench-overhead-"))

@@ -1,3 +1,3 @@
-from hpubench.cli import main
+from hpubench.present.cli.main import main
 
 main()

@@ -13,18 +13,22 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench import addrcheck, cluster, doctor, doctor_probe, interrupt, matrix, runlock
-from hpubench.cell import Cell, PlannedCell
+from hpubench.analysis import doctor
 from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
-from hpubench.events import Event
-from hpubench.inventory import Inventory
-from hpubench.launch import Launcher
-from hpubench.outfile import os_error_text
-from hpubench.preflight import BudgetedStore, BudgetRun, fit_memory
-from hpubench.record import CellResult
-from hpubench.runoptions import RunOptions
-from hpubench.store import ResultStore, run_metadata
+from hpubench.measure import doctor_probe
+from hpubench.plan import matrix
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.plan.inventory import Inventory
+from hpubench.plan.preflight import BudgetedStore, BudgetRun, fit_memory
+from hpubench.plan.runoptions import RunOptions
+from hpubench.present.outfile import os_error_text
+from hpubench.run import addrcheck, cluster, interrupt
+from hpubench.run.events import Event
+from hpubench.run.launch import Launcher
+from hpubench.store import runlock
+from hpubench.store.record import CellResult
+from hpubench.store.results import ResultStore, run_metadata
 
 
 def resolve_spec(matrix_arg: str | None, overrides: dict[str, Any]) -> matrix.MatrixSpec:
@@ -148,7 +152,7 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
 def check_out_dir(out: Path, resume: bool) -> None:
     """Refuse to mix a new run into an existing one, and claim ``out`` as this process's alone.
 
-    The directory is checked, created and locked (``hpubench.runlock``: one writer per run directory,
+    The directory is checked, created and locked (``hpubench.store.runlock``: one writer per run directory,
     held until this process ends), then checked again: a run that ended between the two would otherwise
     be mixed into. Every refusal happens before anything is written.
     """
@@ -179,7 +183,7 @@ def resolve_cluster(
     master_addr: str | None = None,
     master_port: int | None = None,
 ) -> cluster.ClusterEnv | None:
-    """This node's place in a multi-node run (``hpubench.cluster``); None when no cell spans nodes.
+    """This node's place in a multi-node run (``hpubench.run.cluster``); None when no cell spans nodes.
 
     Checked before anything starts, so a misconfigured node fails in a second, not at a rendezvous
     timeout: node 0's address must resolve (within a few seconds), and node 0 also checks that it can
@@ -222,8 +226,8 @@ def run_plan(
     meta_extra: Mapping[str, Any] | None = None,
 ) -> list[CellResult]:
     """``options``: what to observe beside the figures; traces go under ``out``/traces. ``budget``: steps
-    per cell re-planned before each one to end within the budget (``hpubench.preflight``). ``meta_extra``:
-    more facts for ``meta.json`` (a shard's partition)."""
+    per cell re-planned before each one to end within the budget (``hpubench.plan.preflight``).
+    ``meta_extra``: more facts for ``meta.json`` (a shard's partition)."""
     node = launcher.cluster
     if node is not None and not node.is_node_zero:
         store: ResultStore = NodeStore(out)

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from hpubench.launch import Launcher
-    from hpubench.record import CellResult
+    from hpubench.run.launch import Launcher
+    from hpubench.store.record import CellResult
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -88,7 +88,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def hpubench_launcher() -> Iterator[Launcher]:
     """One launcher (and its pre-warmed worker processes) for the whole test session."""
-    from hpubench.launch import Launcher
+    from hpubench.run.launch import Launcher
 
     with Launcher() as launcher:
         yield launcher
@@ -107,8 +107,8 @@ def hpubench_cell(
     Call it with a workload name and Cell fields (``hpubench_cell("gpt", precision="bf16-mixed")``) or
     with a Cell. A cell that fails fails the test with its reason; one that cannot run here is skipped.
     """
-    from hpubench.cell import Cell, PlannedCell
-    from hpubench.store import ResultStore
+    from hpubench.plan.cell import Cell, PlannedCell
+    from hpubench.store.results import ResultStore
 
     clock = request.node.stash.get(_CLOCK, None)
     if clock is None:  # asked for dynamically (getfixturevalue): collection could not set the timer

@@ -3,7 +3,7 @@
 An output file is either the old one or a complete new one, never half of either: everything is built
 in memory first (any bad input fails before the output is touched), then written to a temporary file
 beside the target and moved over it with ``os.replace``, only where an output may go
-(``hpubench.outfile``: a new path or a regular file outside any results directory).
+(``hpubench.present.outfile``: a new path or a regular file outside any results directory).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hpubench.compare import COMPARE_STATISTIC, Comparison, compare
+from hpubench.analysis.compare import COMPARE_STATISTIC, Comparison, compare
+from hpubench.analysis.pricing import Tables, check_price, load_tables
+from hpubench.analysis.stats import LOCATIONS
 from hpubench.errors import UsageError
-from hpubench.outfile import check_suffix, check_target, write_output
-from hpubench.pricing import Tables, check_price, load_tables
-from hpubench.stats import LOCATIONS
+from hpubench.present.outfile import check_suffix, check_target, write_output
 from reports.build import compare_html, report_html
 from reports.frames import cell_frame, measured
 from reports.sources import ResultSet, load_result_set, load_result_sets
@@ -42,7 +42,7 @@ class ReportSummary:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step, where an output may go (``hpubench.outfile``)."""
+    """Replace ``path`` with ``data`` in one step, where an output may go (``hpubench.present.outfile``)."""
     write_output(path, data)
 
 

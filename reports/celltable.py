@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from hpubench import dimensions, precisions
-from hpubench.store import added_dimension_columns
+from hpubench.plan import dimensions, precisions
+from hpubench.store.results import added_dimension_columns
 from reports import fmt
 from reports.tables import Column, HtmlTable, TableCell, TableRow, integer, number, text
 

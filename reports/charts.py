@@ -19,8 +19,8 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.utils import PlotlyJSONEncoder
 
-from hpubench.compare import CellRuns, Comparison
-from hpubench.pricing import pareto_front
+from hpubench.analysis.compare import CellRuns, Comparison
+from hpubench.analysis.pricing import pareto_front
 from reports import fmt
 from reports.frames import config_label, measured, varying_columns
 

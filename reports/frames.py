@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from hpubench.pricing import Tables
-from hpubench.quality import assess_repeats
-from hpubench.ranking import Contender, Decision, decide
-from hpubench.scaling import scaling_efficiencies
-from hpubench.store import to_dataframe
+from hpubench.analysis.pricing import Tables
+from hpubench.analysis.quality import assess_repeats
+from hpubench.analysis.ranking import Contender, Decision, decide
+from hpubench.analysis.scaling import scaling_efficiencies
+from hpubench.store.results import to_dataframe
 from reports.sources import ResultSet, is_test_double
 
 # Columns the report adds in front of the store's own, and the derived ones it appends.
@@ -172,7 +172,8 @@ def _contender(row: pd.Series, col: str) -> Contender:
 @dataclass(frozen=True)
 class Headline:
     """The best configuration of one workload, by throughput and by price/performance, and whether the
-    data may call it the best (:func:`hpubench.ranking.decide`: intervals apart and both verdicts ok)."""
+    data may call it the best (:func:`hpubench.analysis.ranking.decide`: intervals apart and both verdicts
+    ok)."""
 
     workload: str
     fastest: pd.Series
@@ -221,8 +222,8 @@ SCALING_COLUMNS = (
 
 
 def _scaling(rs: ResultSet) -> dict[str, dict[str, Any]]:
-    """Scaling of each multi-device cell of one run, by :mod:`hpubench.scaling`'s definition and choice
-    of 1-device baseline, taken from the same run and recomputed from the throughput over all
+    """Scaling of each multi-device cell of one run, by :mod:`hpubench.analysis.scaling`'s definition and
+    choice of 1-device baseline, taken from the same run and recomputed from the throughput over all
     repetitions (so it agrees with the samples/s the report shows)."""
     sps = {r.cell.key: r.samples_per_s.value for r in rs.runs if r.samples_per_s is not None}
     out: dict[str, dict[str, Any]] = {}

@@ -19,8 +19,8 @@ import jinja2
 import plotly.graph_objects as go
 
 import hpubench
-from hpubench import gate
-from hpubench.history import CellHistory, History
+from hpubench.analysis import gate
+from hpubench.analysis.history import CellHistory, History
 from reports.charts import FONT, Chart, script_safe_json, t
 
 CSP = (

@@ -12,7 +12,7 @@ import pytest
 from hpudouble import fresh_pyhlml
 from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, write_run
 
-from hpubench.record import STATUS_FAILED
+from hpubench.store.record import STATUS_FAILED
 
 
 @pytest.fixture(autouse=True)

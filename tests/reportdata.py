@@ -12,14 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from hpubench.cell import Cell
+from hpubench.analysis.metrics import build_metrics
+from hpubench.analysis.peaks import peak_for
+from hpubench.analysis.quality import with_quality
 from hpubench.core.memory import MemoryStats
-from hpubench.devicestats import MemorySample
-from hpubench.metrics import build_metrics
-from hpubench.peaks import peak_for
-from hpubench.quality import with_quality
-from hpubench.record import STATUS_OK, CellResult
-from hpubench.store import ResultStore, run_metadata
+from hpubench.measure.devicestats import MemorySample
+from hpubench.plan.cell import Cell
+from hpubench.store.record import STATUS_OK, CellResult
+from hpubench.store.results import ResultStore, run_metadata
 
 # Would set a global if it ever ran: the browser test asserts it never does.
 PAYLOAD = "<script>window.__pwned = 1</script>"

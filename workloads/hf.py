@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from hpubench.modeldirs import directory_name
+from hpubench.plan.modeldirs import directory_name
 from workloads.base import Batch, SizeSpec, Workload
 
-PREFIX = "hf:"  # as hpubench.modeldirs names directories
+PREFIX = "hf:"  # as hpubench.plan.modeldirs names directories
 CAUSAL, MASKED, CLASSIFY = "causal-lm", "masked-lm", "sequence-classification"
 # Model types offered by name, with their task. Any other type works through a directory's config.json.
 MODEL_TYPES: dict[str, str] = {

@@ -1,6 +1,6 @@
 """Precision plugins: how parameters are stored, what autocast runs, and whether gradients are scaled.
 
-The names and facts are declared in ``hpubench.precisions``; this module holds the built-ins' behaviour,
+The names and facts are declared in ``hpubench.plan.precisions``; this module holds the built-ins' behaviour,
 each a function its declaration names. Device-specific parts (the fp16 grad scaler, fp8 through HPU's
 transformer engine) are asked of the accelerator, so one plugin serves every device.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from hpubench import precisions
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.plan import precisions
 
 ContextFactory = Callable[[], contextlib.AbstractContextManager[Any]]
 
@@ -89,7 +89,7 @@ def fp8(model: nn.Module, acc: Accelerator) -> PreparedPrecision:
 
 
 def prepare(precision: str, model: nn.Module, acc: Accelerator) -> PreparedPrecision:
-    """Apply ``precision`` (its declaration in ``hpubench.precisions``) to ``model`` on ``acc``; raises
+    """Apply ``precision`` (its declaration in ``hpubench.plan.precisions``) to ``model`` on ``acc``; raises
     CellSkipped where the device can't run it."""
     acc.check_precision(precision)
     module, _, func = precisions.get(precision).prepare.partition(":")

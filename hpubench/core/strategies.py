@@ -17,11 +17,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from hpubench.cell import Cell
-from hpubench.cluster import multi_process_skip_reason
 from hpubench.core.accelerators.base import Accelerator
-from hpubench.dimvalues import strategy_misfits_layout, strategy_of, strategy_refuses_precision
 from hpubench.errors import CellSkipped
+from hpubench.plan.cell import Cell
+from hpubench.plan.dimvalues import strategy_misfits_layout, strategy_of, strategy_refuses_precision
+from hpubench.run.cluster import multi_process_skip_reason
 
 
 class Strategy(ABC):
@@ -97,9 +97,9 @@ DEFAULT_PG_TIMEOUT_S = 1800.0
 class DDP(Strategy):
     """One process per device, gradients all-reduced every step by ``DistributedDataParallel``.
 
-    The processes are started by torch.distributed's elastic agent (see ``hpubench.dist``), which hands
-    each one its place through RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT; this class only
-    joins the group those describe. The backend is the accelerator's (gloo, nccl, hccl), so the same code
+    The processes are started by torch.distributed's elastic agent (see ``hpubench.run.distributed``), which
+    hands each one its place through RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT; this class
+    only joins the group those describe. The backend is the accelerator's (gloo, nccl, hccl), so the same code
     serves CPU, CUDA and HPU.
     """
 
@@ -208,7 +208,7 @@ class DDP(Strategy):
 
         Destroying the group while the DDP model (and its reducer) still exist has hung at exit under
         load; the process that owns the group destroys it once ``run_cell`` has returned and the model
-        is gone (``hpubench.dist.worker``, or :meth:`destroy`).
+        is gone (``hpubench.run.distributed.worker``, or :meth:`destroy`).
         """
         import torch.distributed as dist
 

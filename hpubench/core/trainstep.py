@@ -13,9 +13,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from hpubench.cell import Cell
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.precision import PreparedPrecision
+from hpubench.plan.cell import Cell
 from workloads.base import Batch, Workload
 
 

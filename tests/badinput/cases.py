@@ -325,7 +325,7 @@ SPOILED: list[tuple[str, object, str]] = [
     ("cell.device_ids", "0", "device_ids"),
     ("cell.auto_steps", 5, "auto_steps"),
     ("cell.colour", "blue", "cell"),
-    ("schema", 3, "schema"),  # versions 1 and 2 read (hpubench.record.READABLE_SCHEMAS)
+    ("schema", 3, "schema"),  # versions 1 and 2 read (hpubench.store.record.READABLE_SCHEMAS)
     ("schema", 0, "schema"),
     ("schema", "1", "schema"),
     ("schema", ..., "schema"),
@@ -584,7 +584,7 @@ add(
     "--master-addr 'nosuchhost.invalid' does not resolve",
 )
 
-# A plugin import's time limit (hpubench.pluginload): a positive, finite number of seconds.
+# A plugin import's time limit (hpubench.run.pluginload): a positive, finite number of seconds.
 for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
     add(
         "env",
@@ -595,7 +595,7 @@ for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
         files={"p.py": "import time\ntime.sleep(3600)\n"},
     )
 
-# Shards (hpubench.shard): --shard K/N numbered from 1, or a Slurm job array's environment.
+# Shards (hpubench.plan.shard): --shard K/N numbered from 1, or a Slurm job array's environment.
 for value in ["3/2", "0/0", "a/b", "", "1/0", "0/3", "2", "-1/3", "1/2/3"]:
     add("cli", f"run --shard {value!r}", [*RUN, "--shard", value], "--shard")
 for env, fragment in [
@@ -616,7 +616,7 @@ for env, fragment in [
 ]:
     add("env", " ".join(f"{k}={v}" for k, v in env.items()), [*RUN, "-w", "mlp"], fragment, env=env)
 
-# results merge (hpubench.mergerun): inputs must be run directories, the output a new directory.
+# results merge (hpubench.store.mergerun): inputs must be run directories, the output a new directory.
 for args, fragment in [
     (["results", "merge", "no_such_dir", "-o", "m"], "no_such_dir"),
     (["results", "merge", "keep.txt", "-o", "m"], "keep.txt"),
@@ -629,7 +629,7 @@ for args, fragment in [
 ]:
     add("results", " ".join(args), args, fragment)
 
-# history (hpubench.cli_history): saved baselines in, one HTML page out.
+# history (hpubench.present.cli.history): saved baselines in, one HTML page out.
 for args, fragment in [
     (["history", "--dir", "bl", "-o", "h.html"], "at least 2"),
     (["history", "main", "nosuch", "--dir", "bl", "-o", "h.html"], "nosuch"),

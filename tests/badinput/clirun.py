@@ -1,8 +1,8 @@
 """Run the hpubench CLI in this process, as its console entry point does, with stdout and stderr apart.
 
-``hpubench.cli.main`` is what ``python -m hpubench`` calls; calling it here with the streams swapped is
-the same code path without the ~1 s interpreter start per case, so hundreds of bad inputs stay fast.
-Environment and working directory are the caller's to set (monkeypatch), as a shell would.
+``hpubench.present.cli.main.main`` is what ``python -m hpubench`` calls; calling it here with the streams
+swapped is the same code path without the ~1 s interpreter start per case, so hundreds of bad inputs stay
+fast. Environment and working directory are the caller's to set (monkeypatch), as a shell would.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpubench.cli import main
+from hpubench.present.cli.main import main
 
 
 @dataclass(frozen=True)

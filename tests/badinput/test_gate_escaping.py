@@ -14,10 +14,10 @@ import xml.dom.minidom
 import numpy as np
 from rich.console import Console
 
-from hpubench.cell import Cell
-from hpubench.gate import GateSettings, gate
-from hpubench.gate_report import junit_xml, markdown, terminal_table
-from hpubench.record import CellResult
+from hpubench.analysis.gate import GateSettings, gate
+from hpubench.plan.cell import Cell
+from hpubench.present.gate_report import junit_xml, markdown, terminal_table
+from hpubench.store.record import CellResult
 from tests.unit.gatedata import make_side
 
 NASTY_REASON = (

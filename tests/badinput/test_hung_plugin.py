@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell
+from hpubench.plan.cell import Cell
 from tests.badinput.clirun import snapshot
 from tests.badinput.records import good_record
 
@@ -137,7 +137,15 @@ def test_a_resumed_run_is_left_byte_identical(workdir) -> None:
 @pytest.mark.slow
 def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
     cwd, plugin = workdir
-    argv = [sys.executable, "-m", "hpubench.probe", "--out", "p.json", "--workloads-from", str(plugin)]
+    argv = [
+        sys.executable,
+        "-m",
+        "hpubench.measure.probe",
+        "--out",
+        "p.json",
+        "--workloads-from",
+        str(plugin),
+    ]
     done, elapsed = _run(cwd, plugin, argv)
     assert done.returncode == 2, done.stderr[-3000:]
     assert elapsed < LIMIT_S + MARGIN_S
@@ -150,7 +158,7 @@ def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
 def test_a_spawned_cell_fails_naming_the_plugin_and_the_limit(workdir) -> None:
     cwd, plugin = workdir
     cell = json.dumps(Cell("mlp").to_dict())
-    argv = [sys.executable, "-m", "hpubench.zygote", "--once", cell, "r.json", "cell.log"]
+    argv = [sys.executable, "-m", "hpubench.run.zygote", "--once", cell, "r.json", "cell.log"]
     argv += ["--workloads-from", str(plugin)]
     done, elapsed = _run(cwd, plugin, argv)
     assert elapsed < LIMIT_S + MARGIN_S

@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = textwrap.dedent(
     """
     import json, sys
-    from hpubench.cell import Cell
-    from hpubench.runoptions import RunOptions
-    from hpubench.worker import run_cell
+    from hpubench.plan.cell import Cell
+    from hpubench.plan.runoptions import RunOptions
+    from hpubench.run.worker import run_cell
 
     cell = Cell.from_dict(json.loads(sys.argv[1]))
     options = RunOptions.from_dict(json.loads(sys.argv[2]))
@@ -41,7 +41,7 @@ def double_env(**extra: str) -> dict[str, str]:
 def run_worker(
     cell: dict[str, Any], env: dict[str, str], options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """One cell through ``hpubench.worker.run_cell`` in a fresh interpreter on the doubles."""
+    """One cell through ``hpubench.run.worker.run_cell`` in a fresh interpreter on the doubles."""
     proc = subprocess.run(
         [sys.executable, "-c", WORKER, json.dumps(cell), json.dumps(options or {})],
         env=env,

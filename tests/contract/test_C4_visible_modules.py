@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from contract_doubles import double_env, logged, run_worker
 
-from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.plan.cell import Cell
 
 ACQUIRE_FAILED = "Device acquire failed"
 

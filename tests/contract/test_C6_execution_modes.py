@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.plan.cell import Cell
 
 GRAPH_APIS = ("ModuleCacher", "wrap_in_hpu_graph")
 

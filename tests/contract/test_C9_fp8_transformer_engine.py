@@ -14,11 +14,11 @@ import pytest
 import torch
 from contract_doubles import double_env, logged, run_worker
 
-from hpubench.cell import MODES, Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.errors import CellSkipped
-from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.matrix import expand, spec_from_options
+from hpubench.plan.cell import MODES, Cell
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.plan.matrix import expand, spec_from_options
 
 STEPS = 3
 

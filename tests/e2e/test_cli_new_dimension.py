@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PLUGIN = """
-from hpubench.dimensions import BadValue, Dimension
+from hpubench.plan.dimensions import BadValue, Dimension
 
 
 def parse(value):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from reportdata import PAYLOAD, fake_result
 
-from hpubench.cli import main
-from hpubench.store import ResultStore, run_metadata
+from hpubench.present.cli.main import main
+from hpubench.store.results import ResultStore, run_metadata
 
 websocket = pytest.importorskip(
     "websocket", reason="websocket-client is not installed (pip install -e .[dev])"

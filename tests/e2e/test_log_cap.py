@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reportdata import hpubench_cli
 
-LOG_CAP_BYTES = 4 * 2**20  # hpubench.logcap.LOG_CAP_BYTES
+LOG_CAP_BYTES = 4 * 2**20  # hpubench.run.logcap.LOG_CAP_BYTES
 
 CHATTY = textwrap.dedent(
     """

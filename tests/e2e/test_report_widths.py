@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cli import main
+from hpubench.present.cli.main import main
 
 websocket = pytest.importorskip(
     "websocket", reason="websocket-client is not installed (pip install -e .[dev])"

@@ -16,7 +16,7 @@ import contextlib
 import torch
 
 from hpubench.core.precision import PreparedPrecision
-from hpubench.precisions import Precision
+from hpubench.plan.precisions import Precision
 
 
 def apply(model, acc):

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.launch import Event, Launcher
-from hpubench.store import ResultStore
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.launch import Event, Launcher
+from hpubench.store.results import ResultStore
 
 PLUGIN = str(Path(__file__).resolve().parents[1] / "plugins" / "escapers.py")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from hpubench.conditions import DEFAULT_THREAD_POLICY, THREADS_ENV, plan_threads
+from hpubench.measure.conditions import DEFAULT_THREAD_POLICY, THREADS_ENV, plan_threads
 
 pytestmark = pytest.mark.slow
 

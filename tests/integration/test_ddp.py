@@ -16,13 +16,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hpubench.autosteps import AutoSteps
-from hpubench.cell import Cell, PlannedCell
-from hpubench.conditions import plan_threads, thread_policy
 from hpubench.core.strategies import REPLICA_CHECK_ENV
-from hpubench.launch import Launcher
-from hpubench.stopping import next_check
-from hpubench.store import ResultStore
+from hpubench.measure.autosteps import AutoSteps
+from hpubench.measure.conditions import plan_threads, thread_policy
+from hpubench.measure.stopping import next_check
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.launch import Launcher
+from hpubench.store.results import ResultStore
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 MARK = "HPUBENCH_TEST_MARK"

@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = textwrap.dedent(
     """
     import json, sys
-    from hpubench.cell import Cell
-    from hpubench.runoptions import RunOptions
-    from hpubench.worker import run_cell
+    from hpubench.plan.cell import Cell
+    from hpubench.plan.runoptions import RunOptions
+    from hpubench.run.worker import run_cell
 
     options = RunOptions.from_dict(
         {"profile": {"wait": 0, "warmup": 1, "active": 1, "top": 5}, "output_dir": sys.argv[1]}

@@ -23,9 +23,9 @@ BASE_W = 420.0  # the double's default base power
 DRIVER = textwrap.dedent(
     """
     import json, os, sys
-    from hpubench.cell import Cell
-    from hpubench.runoptions import RunOptions
-    from hpubench.worker import run_cell
+    from hpubench.plan.cell import Cell
+    from hpubench.plan.runoptions import RunOptions
+    from hpubench.run.worker import run_cell
 
     out = []
     for case in json.loads(sys.argv[1]):

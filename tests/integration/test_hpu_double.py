@@ -22,9 +22,9 @@ import torch
 from hpudouble import FAKES, purge_double
 from torch import nn
 
-from hpubench.cell import Cell
 from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.errors import CellSkipped
+from hpubench.plan.cell import Cell
 
 GRAPH_APIS = ("wrap_in_hpu_graph", "ModuleCacher", "make_graphed_callables", "HPUGraph", "graph")
 DOUBLE_ENV = (
@@ -376,7 +376,7 @@ def test_env_flags(load: Load) -> None:
 
 # ---- a real training step through the hooks ----------------------------------------------------------------
 def _train(acc: HPUAccelerator, record: Callable[[str], Any], steps: int) -> list[float]:
-    """The order a worker must follow in lazy mode; the worker itself lives in hpubench/worker.py."""
+    """The order a worker must follow in lazy mode; the worker itself lives in hpubench/run/worker.py."""
     torch.manual_seed(0)
     device = acc.torch_device()
     model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1)).to(device)
@@ -521,7 +521,7 @@ def test_module_cacher_captures_count_as_compilations(load: Load) -> None:
 
 def test_accelerator_counts_bridge_compilations_in_a_window(load: Load) -> None:
     core = load(lazy_mode="1")
-    from hpubench.core.compilecount import CompileWindow
+    from hpubench.measure.compilecount import CompileWindow
 
     window = CompileWindow(HPUAccelerator(0).compile_counters())
     model = nn.Linear(4, 2)

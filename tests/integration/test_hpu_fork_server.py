@@ -1,4 +1,4 @@
-"""HPU cells through the pre-warmed fork server (``hpubench.zygote``) on the strict double (C2, C3).
+"""HPU cells through the pre-warmed fork server (``hpubench.run.zygote``) on the strict double (C2, C3).
 
 With autoload (C2) ``import torch`` in the fork server loads the bridge, and every cell child is forked
 from it. C3 says a child forked after the bridge initialised cannot use the device, and leaves open
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.launch import Launcher
-from hpubench.store import ResultStore
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.launch import Launcher
+from hpubench.store.results import ResultStore
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 

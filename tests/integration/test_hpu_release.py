@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.launch import Launcher
-from hpubench.store import ResultStore
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.launch import Launcher
+from hpubench.store.results import ResultStore
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 

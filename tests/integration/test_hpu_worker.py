@@ -25,8 +25,8 @@ DRIVER = textwrap.dedent(
     import json, sys
     import torch
     from habana_frameworks._double import record
-    from hpubench.cell import Cell
-    from hpubench.worker import run_cell
+    from hpubench.plan.cell import Cell
+    from hpubench.run.worker import run_cell
 
     backward = torch.Tensor.backward
     def logged_backward(self, *a, **k):

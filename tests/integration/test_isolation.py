@@ -19,10 +19,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
 from hpubench.errors import UsageError
-from hpubench.launch import Event, Launcher
-from hpubench.store import ResultStore
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.launch import Event, Launcher
+from hpubench.store.results import ResultStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -252,7 +252,7 @@ def test_a_broken_workload_file_is_one_usage_error_line(tmp_path: Path) -> None:
             launcher.detect()
         msg = str(exc.value)
         assert "broken.py" in msg and "syntax error" in msg and "\n" not in msg
-    _assert_no_leftovers("hpubench.zygote --workloads-from " + str(bad))
+    _assert_no_leftovers("hpubench.run.zygote --workloads-from " + str(bad))
 
 
 @pytest.mark.slow
@@ -307,9 +307,9 @@ def test_keyboard_interrupt_kills_the_running_cell_and_leaves_only_whole_records
 _DRIVER = textwrap.dedent(
     """
     import json, sys
-    from hpubench.cell import Cell, PlannedCell
-    from hpubench.launch import Launcher
-    from hpubench.store import ResultStore
+    from hpubench.plan.cell import Cell, PlannedCell
+    from hpubench.run.launch import Launcher
+    from hpubench.store.results import ResultStore
 
     plan = [PlannedCell(Cell.from_dict(d), r) for d, r in json.loads(sys.argv[3])]
     with Launcher([sys.argv[2]]) as launcher:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from reportdata import fake_result, write_run
 
-from hpubench.cli import main
+from hpubench.present.cli.main import main
 
 COMMANDS = ("report", "compare", "export")
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
 from hpubench.errors import ProbeFailed
-from hpubench.launch import Launcher
-from hpubench.preflight import run_probe
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.plan.preflight import run_probe
+from hpubench.run.launch import Launcher
 
 # Registered only from this file: the server loaded it, so the forked probe knows it without being told.
 WORKLOAD = textwrap.dedent(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.runoptions import RunOptions
-from hpubench.store import load_results
-from hpubench.worker import run_cell
+from hpubench.plan.cell import Cell
+from hpubench.plan.runoptions import RunOptions
+from hpubench.run.worker import run_cell
+from hpubench.store.results import load_results
 
 MATMUL_OPS = {"aten::addmm", "aten::mm", "aten::linear", "aten::matmul", "aten::bmm"}
 STEPS, WARMUP, ACTIVE = 3, 1, 2

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from reportdata import fake_result, write_run
 
-from hpubench.export import to_pytest_benchmark
-from hpubench.record import STATUS_FAILED
-from hpubench.store import load_results
+from hpubench.present.export import to_pytest_benchmark
+from hpubench.store.record import STATUS_FAILED
+from hpubench.store.results import load_results
 
 pytest_plugins = ["pytester"]
 
@@ -86,7 +86,7 @@ def test_pytest_benchmark_compare_reads_two_exports(tmp_path: Path) -> None:
 
 
 TEST_FILE = """
-from hpubench.cell import Cell
+from hpubench.plan.cell import Cell
 
 
 def test_mlp_tiny(hpubench_cell):

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from reportdata import PAYLOAD, fake_result, hpubench_cli, table_rows, write_run
 
-from hpubench.cli import main
-from hpubench.compare import compare, group_runs
-from hpubench.pricing import Tables
-from hpubench.record import SCHEMA_VERSION
-from hpubench.store import load_results
+from hpubench.analysis.compare import compare, group_runs
+from hpubench.analysis.pricing import Tables
+from hpubench.present.cli.main import main
+from hpubench.store.record import SCHEMA_VERSION
+from hpubench.store.results import load_results
 from reports import fmt
 
 REL = 1e-9

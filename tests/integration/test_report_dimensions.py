@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from reportdata import fake_result, table_rows, write_run
 
-from hpubench import dimensions
-from hpubench.cli import main
-from hpubench.dimensions import Dimension
-from hpubench.store import COLUMNS, load_results, to_dataframe
+from hpubench.plan import dimensions
+from hpubench.plan.dimensions import Dimension
+from hpubench.present.cli.main import main
+from hpubench.store.results import COLUMNS, load_results, to_dataframe
 
 
 def _parse(value: object) -> int:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from reportdata import fake_result, table_rows, write_run
 
-from hpubench.cell import Cell
-from hpubench.cli import main
+from hpubench.plan.cell import Cell
+from hpubench.present.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.quality import OK, VERDICTS, assess_record
-from hpubench.worker import run_cell
+from hpubench.analysis.quality import OK, VERDICTS, assess_record
+from hpubench.plan.cell import Cell
+from hpubench.run.worker import run_cell
 
 
 def _ok(cell: Cell):
@@ -89,7 +89,7 @@ def test_a_workload_error_becomes_a_failed_record_with_traceback():
 
 
 def test_a_flop_count_handed_in_is_used_instead_of_counting_again():
-    from hpubench.cell import flops_key
+    from hpubench.plan.cell import flops_key
 
     counted = _ok(Cell("gpt", steps=2, warmup_steps=1))
     assert counted.runtime["flops_counted"] == "here" and counted.runtime["flops_count_s"] > 0

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
-from hpubench.record import CellResult, Metrics
+from hpubench.plan.cell import Cell
+from hpubench.store.record import CellResult, Metrics
 
 MIB = 1 << 20
 

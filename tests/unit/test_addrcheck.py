@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from hpubench import addrcheck, api
-from hpubench.cliparse import parse_dimensions
+from hpubench import api
 from hpubench.errors import UsageError
+from hpubench.plan.cliparse import parse_dimensions
+from hpubench.run import addrcheck
 
 TWO_NODES = api.resolve_spec(None, parse_dimensions(workload=["mlp"], accelerator=["cpu"], nodes=["2"]))
 SECOND_NODE = {"NODE_RANK": "1", "MASTER_PORT": "29500"}

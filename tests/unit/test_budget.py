@@ -1,4 +1,5 @@
-"""The budget planner (hpubench.budget): within budget by construction, minimums first, then water-filling."""
+"""The budget planner (hpubench.plan.budget): within budget by construction, minimums first, then
+water-filling."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 
 import pytest
 
-from hpubench.budget import MIN_STEPS, MIN_WARMUP, BudgetItem, plan
+from hpubench.plan.budget import MIN_STEPS, MIN_WARMUP, BudgetItem, plan
 
 
 def item(key: str, step: float, *, first: float | None = None, fixed: float = 1.0, w: int = 5, s: int = 50):

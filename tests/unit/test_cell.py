@@ -2,12 +2,12 @@ from dataclasses import replace
 
 import pytest
 
-from hpubench import dimensions
-from hpubench.autosteps import AutoSteps
-from hpubench.cell import FIRST_RELEASE_DIMENSIONS, Cell
 from hpubench.core.memory import MemoryStats
-from hpubench.record import CellResult, Metrics
-from hpubench.recordcheck import RecordError, check_record
+from hpubench.measure.autosteps import AutoSteps
+from hpubench.plan import dimensions
+from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, Cell
+from hpubench.store.record import CellResult, Metrics
+from hpubench.store.recordcheck import RecordError, check_record
 
 
 def test_key_is_stable_and_leaves_out_step_counts():

@@ -1,7 +1,7 @@
 """Cell keys are how stored runs, baselines and comparisons find each other: they must not change.
 
 ``data/golden_cells.json`` was written by the code before dimensions were declared in one place
-(hpubench/dimensions.py): every cell of the ``smoke`` and ``full`` presets on four fixed machines, in
+(hpubench/plan/dimensions.py): every cell of the ``smoke`` and ``full`` presets on four fixed machines, in
 expansion order, with its key, match key and skip reason, and a few hand-made cells (options, device
 indices, a batch size, auto steps). Old result directories keep loading and resuming only while these
 stay byte-identical.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hpubench import matrix
-from hpubench.cell import Cell
+from hpubench.plan import matrix
+from hpubench.plan.cell import Cell
 from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8, GAUDI8, H100_1
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "golden_cells.json").read_text())

@@ -1,7 +1,7 @@
 import pytest
 
-from hpubench.cliparse import parse_dimensions
 from hpubench.errors import UsageError
+from hpubench.plan.cliparse import parse_dimensions
 
 
 def test_only_given_dimensions_are_returned():

@@ -6,10 +6,10 @@ import socket
 
 import pytest
 
-from hpubench import cluster
-from hpubench.cell import Cell
-from hpubench.cluster import ClusterEnv, check_cells, check_port_free, expand_nodelist, resolve
 from hpubench.errors import UsageError
+from hpubench.plan.cell import Cell
+from hpubench.run import cluster
+from hpubench.run.cluster import ClusterEnv, check_cells, check_port_free, expand_nodelist, resolve
 
 
 def usage_error(env: dict[str, str], **kw: object) -> str:

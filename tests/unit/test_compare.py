@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from reportdata import fake_result
 
-from hpubench.compare import compare, group_runs
+from hpubench.analysis.compare import compare, group_runs
+from hpubench.analysis.pricing import Tables
 from hpubench.errors import UsageError
-from hpubench.pricing import Tables
-from hpubench.record import SCHEMA_VERSION
+from hpubench.store.record import SCHEMA_VERSION
 
 
 def _mean(r):

@@ -8,8 +8,14 @@ import types
 
 import torch
 
-from hpubench.core.compilecount import CompileWindow, DynamoCounter, EventCounter, Unavailable, window_delta
-from hpubench.measure import measure_steps
+from hpubench.measure.compilecount import (
+    CompileWindow,
+    DynamoCounter,
+    EventCounter,
+    Unavailable,
+    window_delta,
+)
+from hpubench.measure.steps import measure_steps
 
 
 def test_window_delta_takes_the_largest_headline_delta() -> None:

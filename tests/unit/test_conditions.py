@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.conditions import (
+from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.measure.conditions import (
     DEFAULT_THREAD_POLICY,
     THREADS_ENV,
     HostSample,
@@ -16,8 +16,8 @@ from hpubench.conditions import (
     plan_threads,
     thread_policy,
 )
-from hpubench.conditions_probe import InterferenceMeter, thread_facts
-from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
+from hpubench.plan.cell import Cell
 
 PROC_STAT = """cpu  900 10 300 5000 20 5 7 3 0 0
 cpu0 100 1 50 2500 10 2 3 1 40 0

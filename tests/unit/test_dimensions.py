@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from hpubench import dimensions, matrix
-from hpubench.cell import Cell
-from hpubench.cliparse import parse_dimensions
-from hpubench.dimensions import BadValue, Dimension
+from hpubench.analysis.scaling import workload_identity
 from hpubench.errors import UsageError
-from hpubench.grid import Grid
-from hpubench.scaling import workload_identity
+from hpubench.plan import dimensions, matrix
+from hpubench.plan.cell import Cell
+from hpubench.plan.cliparse import parse_dimensions
+from hpubench.plan.dimensions import BadValue, Dimension
+from hpubench.plan.grid import Grid
 from tests.unit.test_matrix import CATALOG, CPU2
 
 BASE = "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"

@@ -6,15 +6,7 @@ import json
 
 import pytest
 
-from hpubench.core.accelerators import get
-from hpubench.core.accelerators.hpu_doctor import (
-    HLML_LIB,
-    autoload_finding,
-    lazy_mode_finding,
-    parse_modules,
-    visible_modules_findings,
-)
-from hpubench.doctor import (
+from hpubench.analysis.doctor import (
     FAIL,
     OK,
     WARN,
@@ -29,7 +21,15 @@ from hpubench.doctor import (
     thread_findings,
     to_json,
 )
-from hpubench.doctor_probe import governors
+from hpubench.core.accelerators import get
+from hpubench.core.accelerators.hpu_doctor import (
+    HLML_LIB,
+    autoload_finding,
+    lazy_mode_finding,
+    parse_modules,
+    visible_modules_findings,
+)
+from hpubench.measure.doctor_probe import governors
 
 GIB = 1024**3
 EIGHT = list(range(8))

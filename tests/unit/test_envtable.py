@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from hpubench.envtable import env_table, found, memory, peaks
-from hpubench.inventory import DeviceInfo, Inventory
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.present.envtable import env_table, found, memory, peaks
 
 CPU = DeviceInfo("cpu", 2, "Intel(R) Xeon(R) Processor", 24 * 2**30, memory_shared=True)
 GAUDI2 = DeviceInfo("hpu", 8, "GAUDI2", 96 * 2**30)

@@ -1,11 +1,11 @@
-"""The estimator's formulas (hpubench.estimate): memory per device, step time, sources, parsing."""
+"""The estimator's formulas (hpubench.plan.estimate): memory per device, step time, sources, parsing."""
 
 from __future__ import annotations
 
 import pytest
 
-from hpubench import estimate as E
-from hpubench.estimate import Calibration, ModelFacts
+from hpubench.plan import estimate as E
+from hpubench.plan.estimate import Calibration, ModelFacts
 
 GPT_STD = ModelFacts(
     params=124_439_808,
@@ -190,9 +190,9 @@ def _est(step_s: float | None) -> E.Estimate:
 
 
 def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
-    from hpubench.autosteps import AutoSteps
-    from hpubench.cell import Cell
-    from hpubench.stopping import MAX_AUTO_STEPS
+    from hpubench.measure.autosteps import AutoSteps
+    from hpubench.measure.stopping import MAX_AUTO_STEPS
+    from hpubench.plan.cell import Cell
 
     rule = AutoSteps(target_ci=0.02, min_steps=10, min_time_s=0.5, max_time_s=3.0)
     auto = Cell("mlp", steps=None, auto_steps=rule)

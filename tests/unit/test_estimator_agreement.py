@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 from gatedata import drifting_side, make_result, make_side
 
-from hpubench.cell import Cell
-from hpubench.compare import compare
-from hpubench.estimator import estimate_change
-from hpubench.gate import (
+from hpubench.analysis.compare import compare
+from hpubench.analysis.estimator import estimate_change
+from hpubench.analysis.gate import (
     IMPROVEMENT,
     INSUFFICIENT,
     NO_CHANGE,
@@ -22,7 +21,8 @@ from hpubench.gate import (
     GateSettings,
     gate,
 )
-from hpubench.pricing import Tables
+from hpubench.analysis.pricing import Tables
+from hpubench.plan.cell import Cell
 
 CELL = Cell("mlp")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.eta import (
+from hpubench.present.eta import (
     SCALE_BOUNDS,
     RunEstimate,
     StepProgress,
@@ -14,7 +14,7 @@ from hpubench.eta import (
     run_left_s,
     step_progress,
 )
-from hpubench.stepfeed import FeedHeader, FeedState
+from hpubench.run.stepfeed import FeedHeader, FeedState
 
 HEADER = FeedHeader(
     steps=100, warmup_steps=3, samples_per_step=10, tokens_per_step=None, flops_per_step=None, world_size=1

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from hpubench.exitwords import (
+from hpubench.run.exitwords import (
     MemoryEvidence,
     ended_how,
     from_wait_status,

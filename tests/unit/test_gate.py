@@ -11,11 +11,8 @@ from gatedata import MIB, ar1_steps, make_result, make_side, regime_side
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hpubench.cell import Cell
-from hpubench.core.memory import MemoryStats
-from hpubench.errors import UsageError
-from hpubench.estimator import RunSpread, estimate_change
-from hpubench.gate import (
+from hpubench.analysis.estimator import RunSpread, estimate_change
+from hpubench.analysis.gate import (
     FAILED,
     FIXED,
     IMPROVEMENT,
@@ -34,7 +31,10 @@ from hpubench.gate import (
     permutation_test_can_decide,
     runs_needed_for_permutation_test,
 )
-from hpubench.record import CellResult
+from hpubench.core.memory import MemoryStats
+from hpubench.errors import UsageError
+from hpubench.plan.cell import Cell
+from hpubench.store.record import CellResult
 
 CELLS = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
 # Most tests here use stationary step noise (AR(1), no slow stretches), for which the mean is the

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from gatedata import drifting_side
 
-from hpubench.cell import Cell
-from hpubench.estimator import RunSpread, run_to_run_spread
-from hpubench.gate import INSUFFICIENT, REGRESSION, GateSettings, gate
+from hpubench.analysis.estimator import RunSpread, run_to_run_spread
+from hpubench.analysis.gate import INSUFFICIENT, REGRESSION, GateSettings, gate
+from hpubench.plan.cell import Cell
 
 GATES = 400
 RATE = 0.05  # at most 1 in 20

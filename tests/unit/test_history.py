@@ -1,4 +1,4 @@
-"""History over saved baselines (hpubench.history): the order of the points and the gate's verdict
+"""History over saved baselines (hpubench.analysis.history): the order of the points and the gate's verdict
 between each two consecutive ones, on synthetic step times with planted changes."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from gatedata import make_side
 
-from hpubench.cell import Cell
+from hpubench.analysis.gate import IMPROVEMENT, NO_CHANGE, REGRESSION, GateSettings
+from hpubench.analysis.history import Point, build, order_points, summary
 from hpubench.errors import UsageError
-from hpubench.gate import IMPROVEMENT, NO_CHANGE, REGRESSION, GateSettings
-from hpubench.history import Point, build, order_points, summary
+from hpubench.plan.cell import Cell
 
 A = Cell("mlp", "tiny", "cpu", precision="32-true", steps=60)
 B = Cell("gpt", "tiny", "cpu", precision="32-true", steps=60)

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpubench.cell import MODES, PRECISIONS, Cell
 from hpubench.core.accelerators import fork_server_env, get
 from hpubench.core.accelerators.hpu import HPUAccelerator
 from hpubench.core.accelerators.hpu_rules import (
@@ -22,6 +21,7 @@ from hpubench.core.accelerators.hpu_rules import (
     validate_op_list_env,
 )
 from hpubench.errors import UsageError
+from hpubench.plan.cell import MODES, PRECISIONS, Cell
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 DEVICE_NAMES = ("GAUDI", "GAUDI2", "GAUDI2B", "GAUDI3", "")
@@ -223,7 +223,7 @@ def test_importing_the_module_imports_neither_torch_nor_habana(with_double: bool
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAKES), env.get("PYTHONPATH")]))
     code = (
         "import sys, hpubench.core.accelerators.hpu as m\n"
-        "from hpubench.cell import Cell\n"
+        "from hpubench.plan.cell import Cell\n"
         "m.HPUAccelerator.skip_reason(Cell(workload='mlp', accelerator='hpu'), 'GAUDI2')\n"
         "m.HPUAccelerator.env_before_import(Cell(workload='mlp', accelerator='hpu'))\n"
         "bad = [n for n in sys.modules if n.split('.')[0] in ('torch', 'habana_frameworks')]\n"

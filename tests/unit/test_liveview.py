@@ -7,9 +7,9 @@ import io
 import pytest
 from rich.console import Console
 
-from hpubench.eta import RunEstimate, StepProgress
-from hpubench.events import Event
-from hpubench.liveview import LiveView
+from hpubench.present.eta import RunEstimate, StepProgress
+from hpubench.present.liveview import LiveView
+from hpubench.run.events import Event
 
 
 class Clock:

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench import matrix
-from hpubench.autosteps import AutoSteps
-from hpubench.cell import MODES, PRECISIONS, PlannedCell
 from hpubench.core import accelerators
 from hpubench.errors import UsageError
-from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.matrix import Grid, MatrixSpec, expand, explain, load_matrix_file, spec_from_options
+from hpubench.measure.autosteps import AutoSteps
+from hpubench.plan import matrix
+from hpubench.plan.cell import MODES, PRECISIONS, PlannedCell
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.plan.matrix import Grid, MatrixSpec, expand, explain, load_matrix_file, spec_from_options
 
 CATALOG = {
     "mlp": ("tiny", "standard"),
@@ -608,8 +608,8 @@ def test_explain_counts():
 def test_matrix_stays_pure():
     code = (
         "import sys\n"
-        "from hpubench import matrix, stats, peaks\n"
-        "from hpubench.inventory import DeviceInfo, Inventory\n"
+        "from hpubench.plan import matrix\nfrom hpubench.analysis import stats, peaks\n"
+        "from hpubench.plan.inventory import DeviceInfo, Inventory\n"
         "inv = Inventory((DeviceInfo('cpu', 2, 'x'),))\n"
         "matrix.expand(matrix.preset('smoke'), inv, {w: ('tiny',) for w in ('mlp','resnet','gpt','bert')})\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"

@@ -1,4 +1,4 @@
-"""Merging run directories (hpubench.merge): duplicates kept once, conflicts refused naming the cell,
+"""Merging run directories (hpubench.store.merge): duplicates kept once, conflicts refused naming the cell,
 every host's metadata kept, and the shards' partitions checked for cells no input holds."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from gatedata import make_result
 
-from hpubench.cell import Cell
 from hpubench.errors import UsageError
-from hpubench.merge import Source, combine
+from hpubench.plan.cell import Cell
+from hpubench.store.merge import Source, combine
 
 A = Cell("mlp", "tiny", "cpu", precision="32-true", steps=5)
 B = Cell("gpt", "tiny", "cpu", precision="32-true", steps=5)

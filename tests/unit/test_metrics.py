@@ -1,7 +1,7 @@
 import pytest
 
-from hpubench.metrics import build_metrics
-from hpubench.peaks import peak_for
+from hpubench.analysis.metrics import build_metrics
+from hpubench.analysis.peaks import peak_for
 
 STEPS = [0.10, 0.11, 0.09, 0.10, 0.12, 0.10]
 

@@ -8,10 +8,10 @@ import numpy as np
 from gatedata import make_result
 from rich.console import Console
 
-from hpubench.cell import Cell
-from hpubench.narrowtable import WIDE_MIN_COLUMNS, compact_rows, results_view
-from hpubench.quality import with_quality
-from hpubench.record import CellResult
+from hpubench.analysis.quality import with_quality
+from hpubench.plan.cell import Cell
+from hpubench.present.narrowtable import WIDE_MIN_COLUMNS, compact_rows, results_view
+from hpubench.store.record import CellResult
 
 
 def _render(results: list[CellResult], width: int, wide: bool = False) -> str:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hpubench import numfmt
+from hpubench.present import numfmt
 
 
 @pytest.mark.parametrize(

@@ -11,17 +11,17 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
-from hpubench.devicestats import MemorySample, MemoryTimeline, should_sample
 from hpubench.errors import UsageError
-from hpubench.loader import split_from_times
-from hpubench.profile import OpRow, ProfileResult, op_table, trace_file_name, trace_relpath
-from hpubench.record import STATUS_OK, CellResult
-from hpubench.runoptions import ProfileOptions, RunOptions
-from hpubench.scheduler import cell_options
-from hpubench.tables import observation_tables, sparkline
-from hpubench.telemetry import Reading, summarise
+from hpubench.measure.devicestats import MemorySample, MemoryTimeline, should_sample
+from hpubench.measure.loader import split_from_times
+from hpubench.measure.profile import OpRow, ProfileResult, op_table, trace_file_name, trace_relpath
+from hpubench.measure.telemetry import Reading, summarise
+from hpubench.plan.cell import Cell
+from hpubench.plan.runoptions import ProfileOptions, RunOptions
+from hpubench.present.tables import observation_tables, sparkline
+from hpubench.run.scheduler import cell_options
+from hpubench.store.record import STATUS_OK, CellResult
 
 # ---- run options --------------------------------------------------------------------------------------
 
@@ -232,7 +232,7 @@ def test_records_without_observations_still_read():
 
 
 def test_the_dataframe_carries_energy_and_profile_columns():
-    from hpubench.store import to_dataframe
+    from hpubench.store.results import to_dataframe
 
     df = to_dataframe([_observed_result(), CellResult(Cell("gpt"), STATUS_OK)])
     row, plain = df.iloc[0], df.iloc[1]
@@ -268,8 +268,8 @@ def test_sparkline_shapes_a_series():
 
 
 def test_the_html_report_shows_operator_tables_energy_and_the_loader_split(tmp_path):
-    from hpubench.store import ResultStore
-    from hpubench.telemetry import absent
+    from hpubench.measure.telemetry import absent
+    from hpubench.store.results import ResultStore
     from reports.api import report
 
     store = ResultStore(tmp_path / "run")

@@ -8,12 +8,12 @@ from typing import ClassVar
 
 import pytest
 
-from hpubench import matrix
-from hpubench.cell import Cell
-from hpubench.cliparse import parse_dimensions
 from hpubench.core import extrawork
 from hpubench.errors import UsageError
-from hpubench.inventory import DeviceInfo, Inventory
+from hpubench.plan import matrix
+from hpubench.plan.cell import Cell
+from hpubench.plan.cliparse import parse_dimensions
+from hpubench.plan.inventory import DeviceInfo, Inventory
 
 CATALOG = {"mlp": ("tiny", "standard"), "gpt": ("tiny", "standard")}
 

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.metrics import build_metrics
-from hpubench.partial import with_partial
-from hpubench.peaks import peak_for
-from hpubench.record import STATUS_FAILED, STATUS_OK, CellResult
-from hpubench.stepfeed import FeedHeader, FeedState
+from hpubench.analysis.metrics import build_metrics
+from hpubench.analysis.peaks import peak_for
+from hpubench.measure.partial import with_partial
+from hpubench.plan.cell import Cell
+from hpubench.run.stepfeed import FeedHeader, FeedState
+from hpubench.store.record import STATUS_FAILED, STATUS_OK, CellResult
 
 CELL = Cell("mlp", steps=50, warmup_steps=2)
 STEPS = (0.10, 0.12, 0.11, 0.13, 0.10)

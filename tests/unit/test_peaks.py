@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, peak_for
-from hpubench.precisions import PRECISIONS
+from hpubench.analysis.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, peak_for
+from hpubench.plan.precisions import PRECISIONS
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
 

@@ -1,14 +1,14 @@
-"""hpubench.preflight without the probe: memory skips, and a budgeted run re-planned with a fake clock."""
+"""hpubench.plan.preflight without the probe: memory skips, and a budgeted run re-planned with a fake
+clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.estimate import GIB, Estimate, Measured
-from hpubench.events import Event
-from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.preflight import (
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.plan.estimate import GIB, Estimate, Measured
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.plan.preflight import (
     CELL_OVERRUN,
     CELL_SLACK_S,
     OVERRUN,
@@ -18,6 +18,7 @@ from hpubench.preflight import (
     Preflight,
     estimate_plan,
 )
+from hpubench.run.events import Event
 
 CPU_16G = Inventory((DeviceInfo("cpu", 2, "AMD EPYC", memory_bytes=16 * GIB, memory_shared=True),))
 FACTS = {
@@ -152,7 +153,7 @@ def test_a_spent_budget_skips_the_remaining_cells_with_a_reason():
 
 
 def test_the_budget_note_reaches_the_stored_record(tmp_path):
-    from hpubench.record import STATUS_SKIPPED, CellResult
+    from hpubench.store.record import STATUS_SKIPPED, CellResult
 
     clock = Clock()
     pre = _pre(1, step_s=1000.0)

@@ -7,10 +7,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reportdata import fake_result
 
+from hpubench.analysis.peaks import PEAKS, entry_for
+from hpubench.analysis.pricing import (
+    DEFAULT_ORIGIN,
+    PRICES,
+    Tables,
+    check_price,
+    economics,
+    load_tables,
+    pareto_front,
+)
+from hpubench.analysis.stats import Estimate
 from hpubench.errors import UsageError
-from hpubench.peaks import PEAKS, entry_for
-from hpubench.pricing import DEFAULT_ORIGIN, PRICES, Tables, check_price, economics, load_tables, pareto_front
-from hpubench.stats import Estimate
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpubench import probe
+from hpubench.measure import probe
 from workloads import hf
 
 

@@ -1,5 +1,6 @@
-"""The quality verdict (hpubench.quality), the halves test behind "unstable" (hpubench.trend) and the rule
-that decides when a page may name a winner (hpubench.ranking)."""
+"""The quality verdict (hpubench.analysis.quality), the halves test behind "unstable"
+(hpubench.analysis.trend) and the rule that decides when a page may name a winner
+(hpubench.analysis.ranking)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench import quality, trend
-from hpubench.cell import Cell
-from hpubench.metrics import build_metrics
-from hpubench.quality import (
+from hpubench.analysis import quality, trend
+from hpubench.analysis.metrics import build_metrics
+from hpubench.analysis.quality import (
     INTERFERED,
     NOISY,
     OK,
@@ -28,8 +28,9 @@ from hpubench.quality import (
     assess_repeats,
     with_quality,
 )
-from hpubench.ranking import NO_DIFFERENCE, NOT_COMPARABLE, ONLY, WINNER, Contender, decide
-from hpubench.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from hpubench.analysis.ranking import NO_DIFFERENCE, NOT_COMPARABLE, ONLY, WINNER, Contender, decide
+from hpubench.plan.cell import Cell
+from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 
 
 def lognormal(n: int, sigma: float, seed: int, median: float = 0.01) -> np.ndarray:
@@ -337,7 +338,9 @@ def test_quality_imports_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, hpubench.quality, hpubench.ranking; assert 'torch' not in sys.modules"
+    code = (
+        "import sys, hpubench.analysis.quality, hpubench.analysis.ranking; assert 'torch' not in sys.modules"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

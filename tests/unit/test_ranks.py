@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.cluster import ClusterEnv
-from hpubench.dist.launch import root_cause, schedule, timeout_reason
-from hpubench.dist.spec import rendezvous_id
-from hpubench.ranks import RankSample, merge_ranks, rank_peaks
+from hpubench.measure.ranks import RankSample, merge_ranks, rank_peaks
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.cluster import ClusterEnv
+from hpubench.run.distributed.launch import root_cause, schedule, timeout_reason
+from hpubench.run.distributed.spec import rendezvous_id
 
 
 def sample(rank: int, measured: list[float], peak: int | None, loss: float = 1.0) -> RankSample:

@@ -1,5 +1,5 @@
 """Repetitions (`hpubench run --repeat N`): record identity, store dedupe, interleaved passes, resume
-(the real scheduler, hpubench.scheduler, with an executor that runs no process)."""
+(the real scheduler, hpubench.run.scheduler, with an executor that runs no process)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
 from hpubench.errors import UsageError
-from hpubench.executor import CellOutcome, CellRequest, Executor
-from hpubench.record import CellResult
-from hpubench.scheduler import Scheduler
-from hpubench.store import ResultStore, load_results, to_dataframe
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.executors.base import CellOutcome, CellRequest, Executor
+from hpubench.run.scheduler import Scheduler
+from hpubench.store.record import CellResult
+from hpubench.store.results import ResultStore, load_results, to_dataframe
 
 
 def _ok(cell: Cell, repeat: int = 0, wall: float = 1.0) -> CellResult:

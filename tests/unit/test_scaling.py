@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.metrics import build_metrics
-from hpubench.record import CellResult
-from hpubench.scaling import scaling_efficiencies, workload_identity
+from hpubench.analysis.metrics import build_metrics
+from hpubench.analysis.scaling import scaling_efficiencies, workload_identity
+from hpubench.plan.cell import Cell
+from hpubench.store.record import CellResult
 
 
 def result(

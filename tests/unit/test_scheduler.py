@@ -1,4 +1,4 @@
-"""The scheduler (hpubench.scheduler) with executors that run no process: which executor gets which cell,
+"""The scheduler (hpubench.run.scheduler) with executors that run no process: which executor gets which cell,
 timeouts, skips an executor reports, records before events, and every executor aborted on an interrupt."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell, PlannedCell
-from hpubench.events import Event
-from hpubench.executor import CellOutcome, CellRequest, Executor
-from hpubench.record import CellResult
-from hpubench.scheduler import Scheduler
-from hpubench.store import ResultStore
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.run.events import Event
+from hpubench.run.executors.base import CellOutcome, CellRequest, Executor
+from hpubench.run.scheduler import Scheduler
+from hpubench.store.record import CellResult
+from hpubench.store.results import ResultStore
 
 
 class _Canned(Executor):

@@ -1,4 +1,4 @@
-"""Shards of a matrix (hpubench.shard): K/N parsing, Slurm job-array numbering, and a partition that is
+"""Shards of a matrix (hpubench.plan.shard): K/N parsing, Slurm job-array numbering, and a partition that is
 the same whatever order the cells come in, covers every cell once and balances the cost."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from hpubench.errors import UsageError
-from hpubench.shard import Shard, digest, loads, parse_shard, partition, resolve, shard_from_env
+from hpubench.plan.shard import Shard, digest, loads, parse_shard, partition, resolve, shard_from_env
 
 
 @pytest.mark.parametrize(("text", "k", "n"), [("1/3", 1, 3), ("3/3", 3, 3), (" 2 / 5 ", 2, 5), ("1/1", 1, 1)])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpubench.shortkeys import shorten
+from hpubench.present.shortkeys import shorten
 
 A = "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"
 B = "gpt/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"

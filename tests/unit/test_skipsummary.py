@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpubench.skipsummary import group_skips, summary_lines
+from hpubench.present.skipsummary import group_skips, summary_lines
 
 LAZY = "lazy mode exists only on HPU, not on cpu"
 MEM_A = "needs ~30.5 GiB per device, 22.3 GiB available"

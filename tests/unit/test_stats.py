@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.stats import describe, throughput
+from hpubench.analysis.stats import describe, throughput
 
 # ---- describe ---------------------------------------------------------------------------------------
 
@@ -105,7 +105,7 @@ def test_ci_narrows_with_more_samples():
 
 
 def test_long_runs_are_chunked_without_changing_results(monkeypatch):
-    from hpubench import stats
+    from hpubench.analysis import stats
 
     x = np.random.default_rng(0).lognormal(-3, 0.3, 300)
     whole = throughput(x, 8, n_boot=500)

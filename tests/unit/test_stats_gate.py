@@ -1,5 +1,6 @@
-"""The gate's statistics in hpubench.stats: t distribution, batch means, run combination, corrections,
-and the pytest-benchmark summary, each checked against closed forms or an independent implementation."""
+"""The gate's statistics in hpubench.analysis.stats: t distribution, batch means, run combination,
+corrections, and the pytest-benchmark summary, each checked against closed forms or an independent
+implementation."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench import stats
-from hpubench.stats import LogLocation
+from hpubench.analysis import stats
+from hpubench.analysis.stats import LogLocation
 
 
 def _ar1(rng: np.random.Generator, n: int, rho: float, cv: float = 0.05) -> np.ndarray:

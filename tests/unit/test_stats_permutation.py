@@ -1,5 +1,5 @@
-"""The permutation test between runs in hpubench.stats: p-values against a brute-force count, what slow
-runs do to it, the random-relabelling branch, and what a test of few runs can reach."""
+"""The permutation test between runs in hpubench.analysis.stats: p-values against a brute-force count, what
+slow runs do to it, the random-relabelling branch, and what a test of few runs can reach."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench import stats
+from hpubench.analysis import stats
 
 
 def _counted_tails(base: list[float], cur: list[float]) -> tuple[float, float]:

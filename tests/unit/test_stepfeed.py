@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.peaks import peak_for
-from hpubench.stepfeed import FeedHeader, FeedReader, StepFeed, feed_path
+from hpubench.analysis.peaks import peak_for
+from hpubench.run.stepfeed import FeedHeader, FeedReader, StepFeed, feed_path
 
 
 class Clock:

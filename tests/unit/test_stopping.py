@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from hpubench.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
-from hpubench.stopping import (
+from hpubench.measure.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
+from hpubench.measure.stopping import (
     MAX_AUTO_STEPS,
     Agree,
     AutoStop,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.cell import Cell
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
-from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.record import SCHEMA_VERSION, CellResult, Metrics
-from hpubench.store import COLUMNS, ResultStore, load_results, run_metadata, to_dataframe
+from hpubench.plan.cell import Cell
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.store.record import SCHEMA_VERSION, CellResult, Metrics
+from hpubench.store.results import COLUMNS, ResultStore, load_results, run_metadata, to_dataframe
 
 
 def _metrics(sps: float = 100.0) -> Metrics:
@@ -256,7 +256,7 @@ def test_dataframe_has_one_flat_row_per_cell_in_a_stable_column_order(tmp_path: 
 
 
 def test_store_module_does_not_import_pandas_or_torch() -> None:
-    code = "import sys, hpubench.store; print('pandas' in sys.modules, 'torch' in sys.modules)"
+    code = "import sys, hpubench.store.results; print('pandas' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -276,9 +276,9 @@ def test_run_metadata_gathers_host_invocation_and_inventory(tmp_path: Path) -> N
 _WRITER = textwrap.dedent(
     """
     import sys
-    from hpubench.cell import Cell
-    from hpubench.record import CellResult
-    from hpubench.store import ResultStore
+    from hpubench.plan.cell import Cell
+    from hpubench.store.record import CellResult
+    from hpubench.store.results import ResultStore
 
     store = ResultStore(sys.argv[1])
     # long reasons make each write big enough that a kill lands inside one sometimes

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.cell import Cell
-from hpubench.dimvalues import strategy_of
-from hpubench.inventory import DeviceInfo, Inventory
-from hpubench.matrix import Grid, MatrixSpec, expand
+from hpubench.plan.cell import Cell
+from hpubench.plan.dimvalues import strategy_of
+from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.plan.matrix import Grid, MatrixSpec, expand
 from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8
 
 DDP_KEY = "gpt/tiny/cpu/2x1/32-true/eager/nographs/bsdefault"

@@ -8,9 +8,9 @@ import numpy as np
 from gatedata import make_result
 from rich.console import Console
 
-from hpubench.cell import Cell
-from hpubench.record import CellResult
-from hpubench.tables import results_table
+from hpubench.plan.cell import Cell
+from hpubench.present.tables import results_table
+from hpubench.store.record import CellResult
 
 
 def _render(results: list[CellResult]) -> str:
@@ -48,7 +48,7 @@ def test_failed_repetitions_are_counted_and_flag_the_row() -> None:
 
 
 def test_the_quality_column_and_the_reasons_under_the_table() -> None:
-    from hpubench.quality import with_quality
+    from hpubench.analysis.quality import with_quality
 
     quiet, busy, old = Cell("mlp"), Cell("gpt"), Cell("resnet")
     steps = np.random.default_rng(0).lognormal(-4, 0.01, 20)

@@ -13,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.telemetry import Monitor, Reading, TelemetrySource, TelemetryUnavailable, absent, summarise
-from hpubench.telemetry import rapl as rapl_mod
-from hpubench.telemetry.hlml import utilisation_pct
-from hpubench.telemetry.rapl import RAPLSource
-from hpubench.telemetry.sampler import Sampler
-from hpubench.telemetry.summary import J_PER_KWH, MAX_SAMPLES_KEPT
+from hpubench.measure.telemetry import (
+    Monitor,
+    Reading,
+    TelemetrySource,
+    TelemetryUnavailable,
+    absent,
+    summarise,
+)
+from hpubench.measure.telemetry import rapl as rapl_mod
+from hpubench.measure.telemetry.hlml import utilisation_pct
+from hpubench.measure.telemetry.rapl import RAPLSource
+from hpubench.measure.telemetry.sampler import Sampler
+from hpubench.measure.telemetry.summary import J_PER_KWH, MAX_SAMPLES_KEPT
 
 FIGURES = (
     "energy_j",
@@ -310,7 +317,7 @@ def _fake_pynvml(uuid_ok: bool = True) -> types.ModuleType:
 
 
 def test_nvml_source_reads_watts_joules_and_finds_the_board(monkeypatch):
-    from hpubench.telemetry import nvml
+    from hpubench.measure.telemetry import nvml
 
     monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(uuid_ok=False))
     src = nvml.NVMLSource(0)
@@ -323,7 +330,7 @@ def test_nvml_source_reads_watts_joules_and_finds_the_board(monkeypatch):
 
 
 def test_nvml_missing_package_is_absent_with_the_install_hint(monkeypatch):
-    from hpubench.telemetry import nvml
+    from hpubench.measure.telemetry import nvml
 
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
     with pytest.raises(TelemetryUnavailable, match="nvidia-ml-py"):
@@ -331,7 +338,7 @@ def test_nvml_missing_package_is_absent_with_the_install_hint(monkeypatch):
 
 
 def test_hlml_missing_package_is_absent_with_the_install_hint(monkeypatch):
-    from hpubench.telemetry import hlml
+    from hpubench.measure.telemetry import hlml
 
     monkeypatch.setitem(sys.modules, "pyhlml", None)
     with pytest.raises(TelemetryUnavailable, match="habana-pyhlml"):

@@ -13,12 +13,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from hpubench.cell import Cell
-from hpubench.conditions import plan_threads
-from hpubench.core.compilecount import CompileCounter, DynamoCounter
+from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
 from hpubench.core.memory import MemoryStats
-from hpubench.doctor import DeviceFacts, Finding, device_findings
-from hpubench.telemetry.base import TelemetrySource, TelemetryUnavailable
+from hpubench.measure.compilecount import CompileCounter, DynamoCounter
+from hpubench.measure.conditions import plan_threads
+from hpubench.measure.telemetry.base import TelemetrySource, TelemetryUnavailable
+from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch
@@ -70,7 +70,7 @@ class Accelerator(ABC):
 
     @classmethod
     def fork_server_env(cls) -> dict[str, str]:
-        """Environment of every pre-warmed fork server (``hpubench.zygote``), whatever cell it serves.
+        """Environment of every pre-warmed fork server (``hpubench.run.zygote``), whatever cell it serves.
 
         A server imports torch and forks a child per cell; what torch loads with it, every child
         inherits. A device framework that torch loads at ``import torch`` is turned off here, so each
@@ -128,7 +128,7 @@ class Accelerator(ABC):
     def memory_available(self) -> tuple[int, bool] | None:
         """Bytes a cell may use on this device and whether its devices share them (CPU ranks share the
         host's RAM, so a cell's ranks divide it); None when unknown. Read at detection, for the
-        estimator's "cannot fit" skips (``hpubench.estimate``)."""
+        estimator's "cannot fit" skips (``hpubench.plan.estimate``)."""
         return None
 
     # ---- runtime ---------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ class Accelerator(ABC):
         scaling); a user's OMP_NUM_THREADS wins. CPU cells choose among policies (``cpu.py``).
         """
         # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
-        from hpubench.conditions_probe import affinity, apply_plan
+        from hpubench.measure.conditions_probe import affinity, apply_plan
 
         return apply_plan(plan_threads("all", affinity(), local_world_size, local_rank, os.environ))
 

@@ -7,14 +7,14 @@ import platform
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hpubench.cell import Cell
-from hpubench.conditions import plan_threads, thread_policy
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.accelerators.registry import register
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
-from hpubench.telemetry.base import TelemetrySource
-from hpubench.telemetry.rapl import RAPLSource
+from hpubench.measure.conditions import plan_threads, thread_policy
+from hpubench.measure.telemetry.base import TelemetrySource
+from hpubench.measure.telemetry.rapl import RAPLSource
+from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch
@@ -106,12 +106,13 @@ class CPUAccelerator(Accelerator):
         """CPU ops are synchronous: nothing to wait for."""
 
     def apply_threads(self, local_world_size: int, local_rank: int) -> str:
-        """The thread policy ``HPUBENCH_CPU_THREADS`` names (see ``hpubench.conditions``), applied here.
+        """The thread policy ``HPUBENCH_CPU_THREADS`` names (see ``hpubench.measure.conditions``), applied
+        here.
 
         The worker runs in a process made for the cell, so the threads and affinity set are not restored.
         """
         # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
-        from hpubench.conditions_probe import affinity, apply_plan
+        from hpubench.measure.conditions_probe import affinity, apply_plan
 
         policy = thread_policy(os.environ)  # ValueError naming the variable: the cell fails with it
         return apply_plan(plan_threads(policy, affinity(), local_world_size, local_rank, os.environ))

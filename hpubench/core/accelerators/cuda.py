@@ -7,15 +7,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hpubench.cell import Cell
+from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.accelerators.registry import register
-from hpubench.core.compilecount import CompileCounter, EventCounter
 from hpubench.core.memory import MemoryStats
-from hpubench.doctor import DeviceFacts, Finding, device_findings
 from hpubench.errors import CellSkipped
-from hpubench.telemetry.base import TelemetrySource
-from hpubench.telemetry.nvml import NVMLSource
+from hpubench.measure.compilecount import CompileCounter, EventCounter
+from hpubench.measure.telemetry.base import TelemetrySource
+from hpubench.measure.telemetry.nvml import NVMLSource
+from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from hpubench import peaks
-from hpubench.cell import Cell
+from hpubench.analysis import peaks
+from hpubench.analysis.doctor import DeviceFacts, Finding
 from hpubench.core.accelerators import hpu_doctor
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.accelerators.hpu_rules import (
@@ -34,12 +34,12 @@ from hpubench.core.accelerators.hpu_rules import (
     visible_modules,
 )
 from hpubench.core.accelerators.registry import register
-from hpubench.core.compilecount import CompileCounter, Unavailable
 from hpubench.core.memory import MemoryStats
-from hpubench.doctor import DeviceFacts, Finding
 from hpubench.errors import CellSkipped
-from hpubench.telemetry.base import TelemetrySource
-from hpubench.telemetry.hlml import HLMLSource
+from hpubench.measure.compilecount import CompileCounter, Unavailable
+from hpubench.measure.telemetry.base import TelemetrySource
+from hpubench.measure.telemetry.hlml import HLMLSource
+from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch
@@ -179,7 +179,7 @@ class HPUAccelerator(Accelerator):
         """Never raises: a machine without the Habana software simply has no HPU.
 
         Importing the bridge fixes the execution mode for this process, so callers detect in a
-        throw-away child (see ``hpubench.inventory``).
+        throw-away child (see ``hpubench.plan.inventory``).
         """
         try:
             from habana_frameworks.torch import hpu

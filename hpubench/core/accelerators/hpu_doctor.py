@@ -20,8 +20,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, device_findings
 from hpubench.core.accelerators.base import Accelerator
-from hpubench.doctor import FAIL, OK, WARN, DeviceFacts, Finding, device_findings
 
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
 AUTOLOAD_ENV = "PT_HPU_AUTOLOAD"

@@ -1,0 +1,57 @@
+"""From measured step times to the figures a report shows. Pure: no torch, no I/O.
+
+Kept apart from the worker so the arithmetic behind every published number (global throughput, the
+interval, achieved TFLOP/s, MFU) is unit-tested directly rather than only through a training run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hpubench.analysis import stats
+from hpubench.analysis.peaks import PeakFigure, mfu
+from hpubench.store.record import Metrics
+
+
+def build_metrics(
+    *,
+    warmup_s: Sequence[float],
+    measured_s: Sequence[float],
+    loss_first: float,
+    loss_last: float,
+    samples_per_step: int,
+    tokens_per_step: int | None,
+    flops_per_step: int | None,
+    world_size: int,
+    peak: PeakFigure | None,
+) -> Metrics:
+    """``samples_per_step``, ``tokens_per_step`` and ``flops_per_step`` are global (all ranks together)."""
+    desc = stats.describe(measured_s)
+    sps = stats.throughput(measured_s, samples_per_step)
+    tps = stats.throughput(measured_s, tokens_per_step) if tokens_per_step else None
+    achieved = flops_per_step * len(measured_s) / sum(measured_s) / 1e12 if flops_per_step else None
+    return Metrics(
+        measured_steps=len(measured_s),
+        warmup_steps=len(warmup_s),
+        samples_per_step=samples_per_step,
+        tokens_per_step=tokens_per_step,
+        samples_per_s=sps.value,
+        samples_per_s_ci=(sps.lo, sps.hi),
+        tokens_per_s=tps.value if tps else None,
+        tokens_per_s_ci=(tps.lo, tps.hi) if tps else None,
+        confidence=sps.confidence,
+        step_time_mean_s=desc.mean,
+        step_time_std_s=desc.std,
+        step_time_p50_s=desc.p50,
+        step_time_p90_s=desc.p90,
+        step_time_p99_s=desc.p99,
+        first_step_s=warmup_s[0],
+        warmup_total_s=sum(warmup_s),
+        loss_first=loss_first,
+        loss_last=loss_last,
+        flops_per_step=flops_per_step,
+        achieved_tflops=achieved,
+        peak_tflops=peak.tflops if peak else None,
+        peak_source=peak.source if peak else None,
+        mfu=mfu(achieved, peak, world_size) if (peak and achieved) else None,
+    )

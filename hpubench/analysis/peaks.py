@@ -1,0 +1,255 @@
+"""Published peak figures per device, and the lookup that turns a recorded device name into one.
+
+Every figure here comes from the project's hardware fact sheet (``shared/hardware.md``), with the source
+and date it cites. Figures that sheet marks "U" (unconfirmed or third-party) carry ``estimate=True`` so a
+report can flag MFU computed against them; figures it gives as "unknown" or "-" are ``None``, never filled
+in. A device no rule matches gets no peak at all: an MFU against a guessed peak is worse than none.
+
+Match rules are regular expressions searched (case-insensitively) in the device name the worker recorded.
+The NVIDIA rules are stricter than "contains H100": PCIe and NVL boards have lower clocks and power and a
+GH200 contains the letters "H200", so all of those stay unmatched rather than borrowing an SXM peak.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from hpubench.plan import precisions
+
+DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
+
+
+def device_matches(entry_accelerator: str, pattern: str, accelerator: str, device_name: str) -> bool:
+    """The one matching rule for every device table (peaks, prices), so a name never matches one and not
+    the other: same accelerator, and ``pattern`` searched case-insensitively in the stripped name."""
+    return accelerator == entry_accelerator and re.search(pattern, device_name.strip(), re.I) is not None
+
+
+class DeviceRule(Protocol):
+    def matches(self, accelerator: str, device_name: str) -> bool: ...
+
+
+EntryT = TypeVar("EntryT", bound=DeviceRule)
+
+
+@dataclass(frozen=True)
+class PeakEntry:
+    """One row of the peak table: a device kind and its published dense per-device figures."""
+
+    name: str
+    accelerator: str  # registry name: "hpu", "cuda", "cpu"
+    pattern: str  # regex searched case-insensitively in the recorded device name
+    memory_gb: float | None
+    memory_bw_tb_s: float | None  # HBM bandwidth (DDR bandwidth for the CPU row)
+    tdp_w: float | None
+    bf16: float | None  # dense TFLOP/s
+    fp32: float | None
+    tf32: float | None
+    fp8: float | None
+    source: str
+    as_of: str | None  # the date(s) the source carries; None where the table gives none
+    estimates: frozenset[str] = frozenset()  # names of figures the table marks "U"
+    per: str = "device"  # "socket" for the CPU row: its figures are for a whole socket
+    notes: str = ""
+
+    def matches(self, accelerator: str, device_name: str) -> bool:
+        return device_matches(self.accelerator, self.pattern, accelerator, device_name)
+
+    def tflops(self, dtype: str) -> float | None:
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+        return getattr(self, dtype, None)
+
+
+@dataclass(frozen=True)
+class PeakFigure:
+    """The peak a measurement is compared against, with where it came from."""
+
+    tflops: float
+    dtype: str
+    estimate: bool
+    source: str
+    device: str  # the table entry's name
+    as_of: str | None = None
+    per: str = "device"
+
+
+_NOT_PCIE_NVL = r"^(?!.*\b(?:PCIE|NVL)\b)"
+_HOT_CHIPS = "Intel Hot Chips 2024"
+
+PEAKS: tuple[PeakEntry, ...] = (
+    PeakEntry(
+        name="Gaudi (HL-205)",
+        accelerator="hpu",
+        pattern=r"^GAUDI$",  # first generation reports exactly "GAUDI"
+        memory_gb=32,
+        memory_bw_tb_s=0.90,
+        tdp_w=400,
+        bf16=60,
+        fp32=None,
+        tf32=None,
+        fp8=None,
+        source="Intel Hot Chips 2024 deck; AWS DL1 deep dive (2021)",
+        as_of="2024; 2021",
+        estimates=frozenset({"bf16"}),
+    ),
+    PeakEntry(
+        name="Gaudi2 (HL-225H)",
+        accelerator="hpu",
+        pattern=r"^GAUDI2",
+        memory_gb=96,
+        memory_bw_tb_s=2.45,
+        tdp_w=600,
+        bf16=432,
+        fp32=None,
+        tf32=None,
+        fp8=865,
+        source=f"{_HOT_CHIPS}; Intel Gaudi2 article (2022)",
+        as_of="2024; 2022",
+        estimates=frozenset({"fp8"}),
+    ),
+    PeakEntry(
+        name="Gaudi3 (HL-325L)",
+        accelerator="hpu",
+        pattern=r"^GAUDI3",
+        memory_gb=128,
+        memory_bw_tb_s=3.67,
+        tdp_w=900,
+        bf16=1835,
+        fp32=229,
+        tf32=None,
+        fp8=1835,
+        source=_HOT_CHIPS,
+        as_of="2024",
+        estimates=frozenset({"fp32"}),
+    ),
+    PeakEntry(
+        name="A100 SXM 80GB",
+        accelerator="cuda",
+        pattern=_NOT_PCIE_NVL + r"(?=.*\b80GB\b).*\bA100\b",
+        memory_gb=80,
+        memory_bw_tb_s=2.039,
+        tdp_w=400,
+        bf16=312,
+        fp32=19.5,
+        tf32=156,
+        fp8=None,
+        source="NVIDIA A100 datasheet",
+        as_of=None,
+    ),
+    PeakEntry(
+        name="H100 SXM",
+        accelerator="cuda",
+        pattern=_NOT_PCIE_NVL + r".*\bH100\b",
+        memory_gb=80,
+        memory_bw_tb_s=3.35,
+        tdp_w=700,
+        bf16=989,
+        fp32=67,
+        tf32=495,
+        fp8=1979,
+        source="NVIDIA Hopper whitepaper",
+        as_of=None,
+    ),
+    PeakEntry(
+        name="H200 SXM",
+        accelerator="cuda",
+        pattern=_NOT_PCIE_NVL + r".*\bH200\b",
+        memory_gb=141,
+        memory_bw_tb_s=4.8,
+        tdp_w=700,
+        bf16=989,
+        fp32=67,
+        tf32=495,
+        fp8=1979,
+        source="MLCommons H200 system description (2024); NVIDIA",
+        as_of="2024",
+    ),
+    PeakEntry(
+        name="CPU, Xeon 8480+ socket",
+        accelerator="cpu",
+        pattern=r"\b8480(?!\d)",
+        memory_gb=None,
+        memory_bw_tb_s=0.307,
+        tdp_w=350,
+        bf16=115,
+        fp32=7.2,
+        tf32=None,
+        fp8=None,
+        source="derived from core count and clocks",
+        as_of=None,
+        estimates=frozenset({"bf16", "fp32"}),
+        per="socket",
+        notes="DDR5 memory; bandwidth, BF16 (AMX) and FP32 figures are derived, not published",
+    ),
+)
+
+
+def entry_for(
+    accelerator: str,
+    device_name: str,
+    table: Sequence[EntryT] = PEAKS,  # type: ignore[assignment]
+) -> EntryT | None:
+    """The first table entry whose rule matches, or None: an unknown device never borrows a peak (or a
+    price: the price table is searched with this same function)."""
+    if not device_name:
+        return None
+    return next((e for e in table if e.matches(accelerator, device_name)), None)
+
+
+def peak_for(
+    accelerator: str,
+    device_name: str,
+    precision: str,
+    *,
+    tf32: bool = False,
+    table: Sequence[PeakEntry] = PEAKS,
+) -> PeakFigure | None:
+    """The peak TFLOP/s a cell at ``precision`` on this device is bounded by, or None if not known.
+
+    ``tf32=True`` asks for the TF32 figure for 32-true (a CUDA run with TF32 matmuls allowed is bounded
+    by the TF32 peak, not the FP32 one); it falls back to None, not to FP32, where the table has no TF32.
+    ``table`` lets a user's own figures replace the defaults.
+    """
+    declared = precisions.peak_dtype(precision)  # which peak bounds it: hpubench.plan.precisions
+    if declared is None:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(precisions.names())}")
+    entry = entry_for(accelerator, device_name, table)
+    if entry is None:
+        return None
+    dtype = declared
+    if tf32 and dtype == "fp32":
+        dtype = "tf32"
+    value = entry.tflops(dtype)
+    if value is None:
+        return None
+    return PeakFigure(
+        tflops=float(value),
+        dtype=dtype,
+        estimate=dtype in entry.estimates,
+        source=entry.source,
+        device=entry.name,
+        as_of=entry.as_of,
+        per=entry.per,
+    )
+
+
+def mfu(achieved_tflops: float, peak: PeakFigure | float, world_size: int) -> float:
+    """Model FLOPs utilisation: achieved TFLOP/s over all ranks divided by the peak of all ranks.
+
+    ``achieved_tflops`` is the whole job's rate (model FLOPs per step times steps per second), so it is
+    compared with ``world_size`` times the per-device peak. For a per-socket peak (the CPU row) pass the
+    number of sockets the job spans, not its number of ranks.
+    """
+    p = peak.tflops if isinstance(peak, PeakFigure) else float(peak)
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    if not math.isfinite(p) or p <= 0:
+        raise ValueError(f"peak must be a positive TFLOP/s figure, got {p}")
+    if not math.isfinite(achieved_tflops) or achieved_tflops < 0:
+        raise ValueError(f"achieved_tflops must be a non-negative finite number, got {achieved_tflops}")
+    return achieved_tflops / (p * world_size)

@@ -1,0 +1,141 @@
+"""The conditions a measurement ran under, read from the live process and host (the I/O half).
+
+Thin readers around :mod:`hpubench.measure.conditions`: the thread facts in force, the thread plan applied,
+and two samples of /proc/stat and of the cell's own process tree bracketing the measured steps.
+
+Which processes count as the cell's own: the tree under the cell's root process. A single-process cell's
+root is its own process (a forked or spawned child made for the cell); a multi-process cell's root is the
+elastic agent that started its ranks (every rank's parent), so each rank counts the agent and all ranks of
+its node as its own and only outsiders as interference. Processes that ended inside the window count
+through their parent's reaped-children time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import psutil
+import torch
+
+from hpubench.measure.conditions import HostSample, Interference, ThreadPlan, busy_ticks_per_cpu, interference
+
+PROC_STAT = "/proc/stat"
+
+
+def affinity(pid: int = 0) -> list[int]:
+    """CPUs the process may run on (all CPUs where the platform cannot say)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(pid))
+    return list(range(os.cpu_count() or 1))
+
+
+def thread_facts(policy: str) -> dict[str, Any]:
+    """``runtime["threads"]``: the threads, OpenMP wait policy and affinity in force in this process."""
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:
+        load = None
+    return {
+        "intra_op": torch.get_num_threads(),
+        "inter_op": torch.get_num_interop_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "affinity": affinity(),
+        "load_avg_start": load,
+        "policy": policy,
+    }
+
+
+def apply_plan(plan: ThreadPlan) -> str:
+    """Set the plan's affinity on every thread of this process (new threads inherit it), then its threads."""
+    if plan.affinity is not None and hasattr(os, "sched_setaffinity"):
+        try:
+            tids = [int(t) for t in os.listdir("/proc/self/task")]
+        except OSError:
+            tids = [0]
+        for tid in tids:
+            # A thread may end meanwhile, or be one we may not move.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.sched_setaffinity(tid, plan.affinity)
+    if plan.threads is not None:
+        torch.set_num_threads(plan.threads)
+    return plan.policy
+
+
+def tree_cpu_s(root_pid: int) -> float:
+    """CPU seconds (user + system, with reaped children) of ``root_pid`` and all its descendants."""
+    try:
+        root = psutil.Process(root_pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue  # ended between listing and reading: its time is in its parent's children_* now
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def read_sample(root_pid: int) -> HostSample:
+    own = tree_cpu_s(root_pid)
+    with open(PROC_STAT) as f:
+        text = f.read()
+    return HostSample(time.monotonic(), busy_ticks_per_cpu(text), own)
+
+
+class InterferenceMeter:
+    """Samples at the start and end of the measured steps; ``record()`` gives the runtime fields.
+
+    Where /proc cannot be read (not Linux) it records nothing rather than a made-up zero.
+    """
+
+    def __init__(self, root_pid: int) -> None:
+        self.root_pid = root_pid
+        self.cpus = affinity(root_pid) if psutil.pid_exists(root_pid) else affinity()
+        self.tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+        self._start: HostSample | None = None
+        self.result: Interference | None = None
+        self.error: str | None = None
+
+    def start(self) -> None:
+        try:
+            self._start = read_sample(self.root_pid)
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def stop(self) -> None:
+        if self._start is None or self.result is not None:
+            return
+        try:
+            end = read_sample(self.root_pid)
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            return
+        self.result = interference(self._start, end, self.cpus, self.tick_s)
+
+    def record(self) -> dict[str, Any]:
+        if self.result is None:
+            return {"interference_error": self.error} if self.error else {}
+        return {"interference": self.result.fraction, "interference_detail": self.result.detail()}
+
+    def hooks(self, hooks: Mapping[str, Callable[..., None]]) -> dict[str, Callable[..., None]]:
+        """``measure_steps`` hooks with this meter's samples innermost around the measured steps."""
+        before, after = hooks.get("on_measured_start"), hooks.get("on_measured_end")
+
+        def on_start() -> None:
+            if before is not None:
+                before()
+            self.start()
+
+        def on_end() -> None:
+            self.stop()
+            if after is not None:
+                after()
+
+        return {**hooks, "on_measured_start": on_start, "on_measured_end": on_end}

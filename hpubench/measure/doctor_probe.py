@@ -1,0 +1,69 @@
+"""``hpubench doctor``'s fact gathering, the I/O half (the rules are in ``hpubench.analysis.doctor``).
+
+``host_facts`` runs in the launcher process and imports no device framework: /sys, /proc, psutil and
+the environment. ``child_facts`` runs in the detection child (``python -m hpubench.run.zygote --detect OUT
+--doctor``) after ``import torch``, and asks each accelerator's ``doctor_facts`` hook, highest priority
+first, so the HPU hook sees the process before anything but ``import torch`` could load its bridge.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import psutil
+
+from hpubench.analysis.doctor import THREAD_ENV_VARS, DeviceFacts, HostFacts
+from hpubench.core import accelerators
+
+GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+
+
+def governors(pattern: str = GOVERNOR_GLOB) -> dict[str, int]:
+    """scaling_governor -> how many CPUs use it; {} where cpufreq is absent (VMs, many containers)."""
+    found: Counter[str] = Counter()
+    for path in glob.glob(pattern):
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = f.read().strip()
+        except OSError:
+            continue
+        if value:
+            found[value] += 1
+    return dict(found)
+
+
+def host_facts(environ: Mapping[str, str] | None = None) -> HostFacts:
+    env = os.environ if environ is None else environ
+    cpus = (
+        sorted(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else list(range(os.cpu_count() or 1))
+    )
+    vm = psutil.virtual_memory()
+    return HostFacts(
+        cpus=tuple(cpus),
+        governors=governors(),
+        memory_available=int(vm.available),
+        memory_total=int(vm.total),
+        environ={k: env[k] for k in THREAD_ENV_VARS if k in env},
+    )
+
+
+def child_facts() -> dict[str, Any]:
+    """torch's version and every accelerator's facts, as JSON-ready data. Never raises for a device: a
+    hook that fails is recorded as that accelerator's error."""
+    import torch  # the child imported it already (zygote.prepare); here for its version
+
+    devices: list[dict[str, Any]] = []
+    for name in accelerators.names():
+        cls = accelerators.get(name)
+        try:
+            facts = cls.doctor_facts()
+        except Exception as exc:  # a bug or a broken framework: say so, keep the other accelerators
+            facts = DeviceFacts(name, False, error=f"{type(exc).__name__}: {exc}")
+        devices.append(facts.to_dict())
+    return {"torch": str(torch.__version__), "devices": devices}

@@ -1,0 +1,144 @@
+"""Everything a run records *about* a cell beyond its figures: memory timeline, telemetry, loader split,
+profile. The worker drives it through three calls, so the measuring code stays the same for every option.
+
+Order matters and is fixed here: telemetry sources open before the warm-up (library start-up never lands
+in the measured window), memory samples and telemetry ride on the plain steps through ``measure_steps``'
+hooks (outside the timed brackets), and the loader and profile passes run only after the plain steps
+and the memory snapshot are taken, so neither can touch the throughput, its interval or the peak memory.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hpubench.measure.compilecount import CompileWindow
+from hpubench.measure.devicestats import MemoryTimeline
+from hpubench.measure.loader import LoaderSplit, run_loader_pass
+from hpubench.measure.profile import ProfileResult, failed_profile, profile_steps, trace_relpath
+from hpubench.measure.telemetry import Monitor, TelemetryResult
+from hpubench.plan.runoptions import RunOptions
+
+if TYPE_CHECKING:
+    import torch
+
+    from hpubench.core.accelerators.base import Accelerator
+    from hpubench.plan.cell import Cell
+    from workloads.base import Batch
+
+
+class Observation:
+    def __init__(
+        self, cell: Cell, acc: Accelerator, options: RunOptions, samples_per_step: int, world_size: int = 1
+    ) -> None:
+        """``samples_per_step`` is global (all ranks), like the plain figures."""
+        self.cell = cell
+        self.acc = acc
+        self.options = options
+        self.samples_per_step = samples_per_step
+        self.world_size = world_size
+        # Under --steps auto the last measured step is not known ahead, so it gets no sample of its own
+        # (the memory snapshot after the measured steps still covers it).
+        self.timeline = MemoryTimeline(acc.memory_stats, options.memory_every, cell.steps or 0)
+        self.monitor = (
+            Monitor(acc.telemetry_source, options.telemetry_interval_s) if options.telemetry else None
+        )
+        self.compiles = CompileWindow(acc.compile_counters())  # steady-state proof, on every cell
+        self.loader: LoaderSplit | None = None
+        self.profile: ProfileResult | None = None
+        self.telemetry: TelemetryResult | None = None
+
+    def measure_hooks(self) -> dict[str, Callable[..., None]]:
+        """Keyword arguments for ``measure_steps``."""
+        self.timeline.start()
+        hooks: dict[str, Callable[..., None]] = {}
+        if self.timeline.enabled:
+            hooks["on_step"] = self.timeline.on_step
+        starts, ends = [self.compiles.start], [self.compiles.stop]
+        if self.monitor is not None:
+            starts.append(self.monitor.start)
+            ends.insert(0, self.monitor.stop)
+        hooks["on_measured_start"] = _chain(starts)
+        hooks["on_measured_end"] = _chain(ends)
+        return hooks
+
+    def after_measured(
+        self,
+        step: Callable[[Batch], torch.Tensor],
+        batches: Sequence[Batch],
+        host_batches: Callable[[], Iterator[Batch]],
+        plain_step_mean_s: float,
+        runtime: dict[str, Any],
+        measured_steps: int | None = None,
+    ) -> None:
+        """The telemetry summary, then the loader pass and the profile pass (each only when asked for).
+
+        ``measured_steps``: how many plain steps ran (the cell's count unless ``--steps auto`` chose it).
+        """
+        opts = self.options
+        steps = measured_steps if measured_steps is not None else self.cell.steps or 0
+        compiles = self.compiles.result()
+        if compiles is not None:
+            runtime.update(compiles.runtime_fields())
+        if self.monitor is not None:
+            self.monitor.stop()
+            # A source measures this process's device only, so per-sample energy uses its share.
+            per_device = max(1, self.samples_per_step // max(1, self.world_size))
+            self.telemetry = self.monitor.result(steps, per_device, opts.energy_price_per_kwh)
+            if self.world_size > 1 and self.telemetry.source is not None:
+                self.telemetry = replace(
+                    self.telemetry,
+                    notes=(
+                        *self.telemetry.notes,
+                        f"one device of {self.world_size}: energy and samples are this rank's share",
+                    ),
+                )
+        if self.timeline.error:
+            runtime["memory_timeline_error"] = self.timeline.error
+        feed: Iterator[Batch] | None = None
+        if opts.loader == "host":
+            feed = host_batches()
+            self.loader = run_loader_pass(step, feed, self.acc.synchronize, steps, self.samples_per_step)
+        if opts.profile is not None:
+            source = feed if feed is not None else itertools.cycle(batches)
+            rel = opts.trace_relpath or trace_relpath(self.cell.key)
+            path = Path(opts.output_dir) / rel if opts.output_dir else None
+            try:
+                self.profile = profile_steps(
+                    step,
+                    lambda: next(source),
+                    self.acc.synchronize,
+                    self.acc,
+                    opts.profile,
+                    path,
+                    rel,
+                    plain_step_mean_s,
+                )
+            except Exception as exc:
+                self.profile = failed_profile(opts.profile, exc)
+
+    def record_fields(self) -> dict[str, Any]:
+        """The CellResult fields this observation fills (defaults where nothing was asked for)."""
+        return {
+            "memory_timeline": tuple(self.timeline.samples),
+            "telemetry": self.telemetry,
+            "loader": self.loader,
+            "profile": self.profile,
+        }
+
+    def close(self) -> None:
+        if self.monitor is not None:
+            self.monitor.close()
+
+
+def _chain(calls: Sequence[Callable[[], None]]) -> Callable[[], None]:
+    """One hook running several, in order (the measured window has several observers)."""
+
+    def run() -> None:
+        for call in calls:
+            call()
+
+    return run

@@ -1,0 +1,299 @@
+"""The thin torch layer under the estimator: what a cell's model is, counted on ``meta``, and how fast
+this machine multiplies matrices. Runs in a throw-away child: forked from the launcher's pre-warmed
+server (``Launcher.probe``), or ``python -m hpubench.measure.probe`` under spawn isolation.
+
+Why a child: counting imports torch and the workloads (and a calibration touches the device), which the
+launcher process must never do (``hpubench.run.zygote`` explains why). Why ``meta``: it costs no memory and
+no compute, so the standard sizes are counted in seconds on any machine. Everything that decides with
+these facts is pure, in ``hpubench.plan.estimate`` and ``hpubench.plan.budget``.
+
+Per (workload, size, batch) it counts, in one forward + backward pass on meta:
+
+- parameters (elements; tied weights once, as the optimizer sees them) and trainable parameters;
+- FLOPs (``torch.utils.flop_counter``, the same count MFU uses);
+- operators dispatched (a per-op dispatch cost dominates small cells on CPU);
+- bytes of the tensors autograd saves for backward (``saved_tensors_hooks``), at fp32: the activation
+  memory, measured from the model itself rather than guessed from its config.
+
+Counts are cached in a JSON file per (workload, size, batch, digest of the workload's source file), so a
+second ``list cells`` skips the counting. The calibration (``--calibrate``) times square matmuls at each
+requested dtype on device 0 of one accelerator and reports TFLOP/s; it is written into the run directory
+by the caller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+import workloads
+from hpubench.errors import UsageError
+from hpubench.plan.cell import flops_key, parse_flops_key
+from hpubench.run import pluginload
+from hpubench.store.results import write_json_atomic
+from workloads.base import Workload
+
+PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
+
+META = torch.device("meta")
+CALIBRATION_MAX_N = 512  # largest square product timed (one thread: 512 is near a BLAS's best rate)
+CALIBRATION_GROW_S = 0.05  # grow the matmul while one product takes less than this
+CALIBRATION_S = 0.2  # seconds spent timing each size
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class _OpCounter(TorchDispatchMode):
+    """Counts operators dispatched; on meta every op is one dispatch, as in eager on a real device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def source_digest(workload: Workload) -> str:
+    """A digest of the file defining the workload and of what else it reads (``Workload.fingerprint``): a
+    changed model must not reuse a stale count."""
+    try:
+        path = inspect.getsourcefile(type(workload))
+        data = Path(path).read_bytes() if path else b""
+    except (OSError, TypeError):
+        data = b""
+    data += type(workload).__qualname__.encode() + workload.fingerprint()  # e.g. a model's config.json
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+class _FusedAttention(torch.autograd.Function):
+    """Attention as fused kernels (CPU flash, CUDA flash/efficient, HPU fused SDPA) save it for backward:
+    q, k, v, the output and one log-sum-exp per row. On meta SDPA falls back to plain matmuls, which
+    would save the whole score matrix (seq x seq per head) and overstate memory several times."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, out, lse):
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _out, _lse = ctx.saved_tensors
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v), None, None
+
+
+@contextlib.contextmanager
+def _fused_attention() -> Iterator[None]:
+    real = F.scaled_dot_product_attention
+
+    def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        with torch.no_grad():
+            out = real(q, k, v, *args, **kwargs)
+        return _FusedAttention.apply(q, k, v, out, q.new_empty(q.shape[:-1]))
+
+    F.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = real
+
+
+def count_model(workload: Workload, size: str, batch_size: int) -> dict[str, int]:
+    """Parameters, FLOPs, operators and saved-for-backward bytes of one training step, on meta.
+
+    Two passes: FLOPs and operators as ``workloads.flops`` counts them (attention as matmuls, the model's
+    arithmetic), then the saved bytes with attention as a fused kernel saves it (``_FusedAttention``).
+    Checked against the same hooks on real CPU tensors for the tiny sizes: equal bytes for every workload.
+    """
+    with META:
+        model = workload.build_model(size)
+    model.train()
+    params = list({id(p): p for p in model.parameters()}.values())
+    param_ids = {id(p) for p in params}
+    ops = _OpCounter()
+    with FlopCounterMode(display=False) as flops, ops:
+        workload.loss(model, workload.make_batch(size, batch_size, META, None)).backward()
+
+    batch = workload.make_batch(size, batch_size, META, None)
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        # The same tensor saved by two nodes is held once: keyed by the object (meta has no storage).
+        if id(t) not in param_ids:
+            saved[id(t)] = t.numel() * 4  # at fp32; hpubench.plan.estimate scales it by precision
+        return t
+
+    model.zero_grad(set_to_none=True)
+    with _fused_attention(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        workload.loss(model, batch).backward()
+    return {
+        "params": sum(p.numel() for p in params),
+        "trainable_params": sum(p.numel() for p in params if p.requires_grad),
+        "param_tensors": len(params),
+        "flops": int(flops.get_total_flops()),
+        "ops": ops.ops,
+        "activation_bytes_fp32": sum(saved.values()),
+        "batch_bytes_fp32": sum(t.numel() * 4 for t in batch),
+    }
+
+
+def _load_cache(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def facts(
+    wanted: list[tuple[str, str, int, dict[str, str]]], cache_path: Path | None
+) -> dict[str, dict[str, Any]]:
+    """Counts for each (workload, size, batch, options), keyed by ``hpubench.plan.cell.flops_key``; cached by
+    source digest."""
+    cache = _load_cache(cache_path)
+    out: dict[str, dict[str, Any]] = {}
+    changed = False
+    for name, size, batch, options in wanted:
+        wl = workloads.get(name, options)
+        key = flops_key(name, size, batch, tuple(options.items()))
+        digest = source_digest(wl)
+        hit = cache.get(key)
+        if isinstance(hit, dict) and hit.get("digest") == digest:
+            out[key] = hit
+            continue
+        t0 = time.perf_counter()
+        try:
+            entry: dict[str, Any] = count_model(wl, size, batch)
+        except Exception as exc:  # a model meta cannot run: no estimate for it, never a crash
+            entry = {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
+        entry.update(digest=digest, optimizer=wl.optimizer, count_s=round(time.perf_counter() - t0, 3))
+        out[key] = cache[key] = entry
+        changed = True
+    if changed and cache_path is not None:
+        try:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(cache_path, cache)
+        except OSError:
+            pass  # a read-only cache directory only costs the next call its counting time
+    return out
+
+
+def _linear_tflops(dtype: torch.dtype, device: torch.device, sync: Callable[[], None]) -> float:
+    """Best TFLOP/s of square ``F.linear`` products (the path a Linear layer takes, autocast included),
+    growing the size from 256 while one product takes under CALIBRATION_GROW_S: a slow dtype stays small
+    and quick. The best of many short timings is the rate when nothing interrupted."""
+    best_rate, n = 0.0, 256
+    while True:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        F.linear(a, b)  # first product: library start-up, never timed
+        sync()
+        best = float("inf")
+        end = time.perf_counter() + CALIBRATION_S
+        for i in range(2000):
+            t0 = time.perf_counter()
+            F.linear(a, b)
+            sync()
+            best = min(best, time.perf_counter() - t0)
+            if i >= 1 and time.perf_counter() > end:
+                break
+        best_rate = max(best_rate, 2 * n**3 / best / 1e12)
+        if best > CALIBRATION_GROW_S or n >= CALIBRATION_MAX_N:
+            return best_rate
+        n *= 2
+
+
+def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]:
+    """TFLOP/s per dtype on device 0, and the cost of one tiny op (what small cells are made of).
+
+    ``host``: the accelerator's devices are the host's cores (the inventory says so: CPU ranks share the
+    host). Then the rate is timed on ONE thread and multiplied by torch's thread count (linear scaling
+    assumed): with two threads a busy neighbour collapses every timing 40-100x (issue 11), while one
+    thread's best timing still shows the quiet machine's rate. A loaded machine then shows up as cells
+    slower than estimated, which a budgeted run corrects with measured times.
+    """
+    from hpubench.core import accelerators  # deferred: imports the device framework, only when asked
+
+    acc = accelerators.get(accelerator)(0)
+    acc.setup()
+    device = acc.torch_device()
+    threads = torch.get_num_threads()
+    if host:
+        torch.set_num_threads(1)
+    scale = threads if host else 1
+    rates: dict[str, float] = {}
+    for name in dtypes:
+        dtype = DTYPES.get(name)
+        if dtype is None:
+            continue
+        try:
+            rates[name] = _linear_tflops(dtype, device, acc.synchronize) * scale
+        except Exception:  # a dtype the device cannot multiply: no calibrated rate for it
+            continue
+    x = torch.ones(8, device=device)
+    best = float("inf")
+    for _ in range(20):
+        t0 = time.perf_counter()
+        for _ in range(100):
+            x = x + 1
+        acc.synchronize()
+        best = min(best, (time.perf_counter() - t0) / 100)
+    if host:
+        torch.set_num_threads(threads)
+    return {"tflops": rates, "per_op_s": best, "threads": threads, "scaled_by_threads": host}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hpubench.measure.probe")
+    parser.add_argument("--out", required=True)
+    parser.add_argument(
+        "--cell", action="append", default=[], help="workload|size|batch[|options] (batch 0: default)"
+    )
+    parser.add_argument("--cache")
+    parser.add_argument(
+        "--calibrate", action="append", default=[], help="accelerator to calibrate; NAME:host for host cores"
+    )
+    parser.add_argument("--dtype", action="append", default=[])
+    parser.add_argument("--workloads-from", action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        # Bounded: a file whose import hangs is given up on (hpubench.run.pluginload).
+        pluginload.load_files(args.workloads_from, workloads.load_file, os.environ, PROBE_USAGE_PREFIX)
+        workloads.load_entry_points()
+    except UsageError as exc:
+        print(f"{PROBE_USAGE_PREFIX}{exc}", file=sys.stderr)
+        return 2
+    wanted = []
+    for spec in args.cell:
+        name, size, batch, options = parse_flops_key(spec)
+        if name not in workloads.names():
+            continue
+        b = batch or workloads.get(name).sizes[size].batch_size
+        wanted.append((name, size, b, options))
+    result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
+    result["calibration"] = {}
+    for spec in args.calibrate:
+        acc, _, host = spec.partition(":")
+        result["calibration"][acc] = calibrate(acc, args.dtype, host == "host")
+    write_json_atomic(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

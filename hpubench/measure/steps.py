@@ -1,0 +1,119 @@
+"""Timing of training steps: warm-up kept apart, every measured step bracketed by device syncs.
+
+Per-step synchronisation costs a little throughput on asynchronous devices but makes each step time a
+real duration rather than a launch time; the per-step samples are what the statistics and the gate use.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from hpubench.measure.stopping import StopCondition, fixed_steps
+
+TIMING_METHOD = (
+    "time.perf_counter around each step, device synchronised before and after; "
+    "warm-up steps (first step includes compile/graph capture) timed separately and excluded"
+)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    warmup_s: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    loss_first: float
+    loss_last: float
+    stop_reason: str = ""  # why the measured steps ended (runtime["steps_stop"])
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss left the finite range: the measured figures would describe a broken run."""
+
+
+def measure_steps(
+    step: Callable[[tuple[torch.Tensor, ...]], torch.Tensor],
+    batches: Sequence[tuple[torch.Tensor, ...]],
+    synchronize: Callable[[], None],
+    warmup_steps: int,
+    steps: int | StopCondition,
+    on_warmup_done: Callable[[], None] | None = None,
+    on_step: Callable[[str, int], None] | None = None,
+    on_measured_start: Callable[[], None] | None = None,
+    on_measured_end: Callable[[], None] | None = None,
+    on_step_time: Callable[[str, int, float, float], None] | None = None,
+    more_warmup: Callable[[Sequence[float]], int] | None = None,
+) -> StepTimes:
+    """Warm-up then measured steps. The hooks run outside every timed bracket.
+
+    ``steps`` is a count, or a stop condition (``hpubench.measure.stopping``) asked after every measured step,
+    outside the timed bracket, with the step times so far and the seconds since the measured phase began.
+
+    ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
+    sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
+    device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
+    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``more_warmup(warmup_times)``, asked
+    after the planned warm-up steps and again after each batch it adds, returns how many more to run
+    (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.measure.autosteps.warmup_extension`); every
+    rank of a distributed cell must get the same.
+    """
+    warmup: list[float] = []
+    measured: list[float] = []
+    losses: list[float] = []
+    synchronize()
+    planned = warmup_steps
+    i = 0
+    while i < planned:
+        t0 = time.perf_counter()
+        loss = step(batches[i % len(batches)])
+        synchronize()
+        warmup.append(time.perf_counter() - t0)
+        value = loss.detach().item()
+        del loss  # see the measured loop: no tensor of this step may live into the next one
+        if i == 0:
+            loss_first = value
+        if on_step is not None:
+            on_step("warmup", i)
+        if on_step_time is not None:
+            on_step_time("warmup", i, warmup[-1], value)
+        i += 1
+        if i == planned and i >= warmup_steps and more_warmup is not None:
+            planned += more_warmup(warmup)  # asked again after the added steps, until it says 0
+    if on_warmup_done is not None:
+        on_warmup_done()
+    stop = fixed_steps(steps) if isinstance(steps, int) else steps
+    synchronize()
+    if on_measured_start is not None:
+        on_measured_start()
+    start = time.perf_counter()
+    i = 0
+    reason = None
+    while reason is None:
+        t0 = time.perf_counter()
+        loss = step(batches[(len(warmup) + i) % len(batches)])
+        synchronize()
+        measured.append(time.perf_counter() - t0)
+        # A host float (one device-to-host copy after the sync), and the loss tensor dropped before the
+        # next step: the step may reuse its output buffer (graph replay), and a small tensor of step N
+        # still alive during step N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per
+        # step (as this loop once did) cost mlp tiny ~31 more minor page faults and 8-10% per step;
+        # keeping just the last loss, ~10 faults and 1% (issue 11's note; benchmarks/overhead.py).
+        losses.append(loss.detach().item())
+        del loss
+        if on_step is not None:
+            on_step("measured", i)
+        if on_step_time is not None:
+            on_step_time("measured", i, measured[-1], losses[-1])
+        i += 1
+        reason = stop(measured, time.perf_counter() - start)
+    if on_measured_end is not None:
+        on_measured_end()
+    values = losses
+    bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    if not math.isfinite(loss_first) or bad is not None:
+        where = "the first step" if not math.isfinite(loss_first) else f"measured step {bad}"
+        raise NonFiniteLoss(f"loss became non-finite at {where} (precision or learning-rate problem)")
+    return StepTimes(tuple(warmup), tuple(measured), loss_first, values[-1], reason)

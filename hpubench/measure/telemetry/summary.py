@@ -1,0 +1,175 @@
+"""From raw telemetry readings to the figures a report shows: mean power, energy per step, samples per kWh.
+
+Pure (no torch, no I/O) so the arithmetic is unit-tested directly. Anything that was not measured is None,
+never 0: a 0 W or 0 J figure would read as "free" in a price/performance table.
+
+Energy comes from the source's cumulative counter when it has one (exact over the window), else from the
+trapezoid integral of the power samples (as good as the sampling interval and the sensor's own averaging).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hpubench.measure.telemetry.base import Reading
+
+J_PER_KWH = 3.6e6
+MAX_SAMPLES_KEPT = 500  # the record keeps an evenly thinned series; the summary uses every reading
+
+
+@dataclass(frozen=True)
+class TelemetrySample:
+    t_s: float  # seconds since the first reading (the start of the measured steps)
+    power_w: float | None
+    energy_j: float | None  # since the first reading
+    utilisation_pct: float | None
+    temperature_c: float | None
+
+
+@dataclass(frozen=True)
+class TelemetryResult:
+    """Telemetry over the plain measured steps; ``source`` None: absent, and ``absent_reason`` says why."""
+
+    source: str | None  # "hlml", "nvml", "rapl"; None: no telemetry here
+    absent_reason: str | None = None
+    device: str | None = None
+    scope: str | None = None  # what the figures cover (RAPL: the whole socket)
+    interval_s: float | None = None
+    readings: int = 0
+    duration_s: float | None = None
+    steps: int | None = None
+    samples_per_step: int | None = None
+    energy_method: str | None = None  # "counter" | "power-integral"
+    energy_j: float | None = None
+    mean_power_w: float | None = None
+    max_power_w: float | None = None
+    energy_per_step_j: float | None = None
+    energy_per_sample_j: float | None = None
+    samples_per_kwh: float | None = None
+    mean_utilisation_pct: float | None = None
+    max_temperature_c: float | None = None
+    # Only when the user gave --energy-price (currency per kWh): no price is ever assumed.
+    energy_price_per_kwh: float | None = None
+    energy_cost_per_1m_samples: float | None = None
+    energy_cost_per_hour: float | None = None
+    notes: tuple[str, ...] = ()
+    samples: tuple[TelemetrySample, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TelemetryResult:
+        d = dict(data)
+        d["notes"] = tuple(d.get("notes") or ())
+        d["samples"] = tuple(TelemetrySample(**s) for s in d.get("samples") or ())
+        return cls(**d)
+
+
+def absent(reason: str) -> TelemetryResult:
+    return TelemetryResult(source=None, absent_reason=reason)
+
+
+def _trapezoid(points: Sequence[tuple[float, float]]) -> float:
+    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in itertools.pairwise(points))
+
+
+def _thin(samples: list[TelemetrySample], limit: int) -> tuple[TelemetrySample, ...]:
+    if len(samples) <= limit:
+        return tuple(samples)
+    idx = sorted({round(i * (len(samples) - 1) / (limit - 1)) for i in range(limit)})
+    return tuple(samples[i] for i in idx)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summarise(
+    readings: Sequence[Reading],
+    *,
+    source: str,
+    steps: int,
+    samples_per_step: int,
+    interval_s: float | None = None,
+    device: str | None = None,
+    scope: str | None = None,
+    price_per_kwh: float | None = None,
+    notes: Sequence[str] = (),
+) -> TelemetryResult:
+    """Figures over the window from the first to the last reading, which bracket ``steps`` steps."""
+    notes = list(notes)
+    readings = sorted(readings, key=lambda r: r.t)
+    if len(readings) < 2:
+        return TelemetryResult(
+            source=source,
+            device=device,
+            scope=scope,
+            interval_s=interval_s,
+            readings=len(readings),
+            notes=(*notes, "fewer than two readings: no window to measure over"),
+        )
+    t0 = readings[0].t
+    duration = readings[-1].t - t0
+    powers = [(r.t, r.power_w) for r in readings if r.power_w is not None]
+    energy: float | None = None
+    method: str | None = None
+    first_e, last_e = readings[0].energy_j, readings[-1].energy_j
+    if first_e is not None and last_e is not None and last_e > first_e:
+        energy, method = last_e - first_e, "counter"
+    elif first_e is not None and last_e is not None:
+        notes.append(f"energy counter did not advance over {duration:.3f} s")
+    if energy is None and len(powers) >= 2 and powers[-1][0] > powers[0][0]:
+        span = powers[-1][0] - powers[0][0]
+        # Mean power over the span the samples cover, applied to the whole window.
+        energy, method = _trapezoid(powers) / span * duration, "power-integral"
+    # Energy over the window is the better mean: power samples are as coarse as the polling.
+    mean_power = energy / duration if energy is not None and duration > 0 else _mean([p for _, p in powers])
+    samples_total = steps * samples_per_step
+    per_step = energy / steps if energy is not None and steps > 0 else None
+    per_sample = energy / samples_total if energy is not None and samples_total > 0 else None
+    per_kwh = samples_total / (energy / J_PER_KWH) if energy else None
+    cost_1m = cost_hour = None
+    if price_per_kwh is not None:
+        cost_1m = price_per_kwh * per_sample * 1e6 / J_PER_KWH if per_sample is not None else None
+        cost_hour = price_per_kwh * mean_power / 1000.0 if mean_power is not None else None
+    utils = [r.utilisation_pct for r in readings if r.utilisation_pct is not None]
+    temps = [r.temperature_c for r in readings if r.temperature_c is not None]
+    base_e = first_e
+    samples = [
+        TelemetrySample(
+            t_s=r.t - t0,
+            power_w=r.power_w,
+            energy_j=(r.energy_j - base_e) if (r.energy_j is not None and base_e is not None) else None,
+            utilisation_pct=r.utilisation_pct,
+            temperature_c=r.temperature_c,
+        )
+        for r in readings
+    ]
+    return TelemetryResult(
+        source=source,
+        device=device,
+        scope=scope,
+        interval_s=interval_s,
+        readings=len(readings),
+        duration_s=duration,
+        steps=steps,
+        samples_per_step=samples_per_step,
+        energy_method=method,
+        energy_j=energy,
+        mean_power_w=mean_power,
+        max_power_w=max((p for _, p in powers), default=None),
+        energy_per_step_j=per_step,
+        energy_per_sample_j=per_sample,
+        samples_per_kwh=per_kwh,
+        mean_utilisation_pct=_mean(utils),
+        max_temperature_c=max(temps, default=None),
+        energy_price_per_kwh=price_per_kwh,
+        energy_cost_per_1m_samples=cost_1m,
+        energy_cost_per_hour=cost_hour,
+        notes=tuple(notes),
+        samples=_thin(samples, MAX_SAMPLES_KEPT),
+    )

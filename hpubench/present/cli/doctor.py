@@ -1,0 +1,40 @@
+"""``hpubench doctor``, registered on the main typer app: parse, call ``hpubench.api.diagnose``, print.
+
+Kept apart from ``hpubench.present.cli.main`` (already long). Exit 1 when any finding FAILs, 0 otherwise; a
+bad argument is a UsageError (one line, exit 2) like everywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from hpubench.analysis import doctor as dr
+
+
+def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+    @app.command()
+    def doctor(
+        json_out: Annotated[
+            bool, typer.Option("--json", help="Machine-readable findings and facts.")
+        ] = False,
+        matrix: Annotated[
+            str, typer.Option("--matrix", "-m", help="Preset or .toml matrix whose skipped cells to explain.")
+        ] = "full",
+    ) -> None:
+        """Check this machine before benchmarking: torch, device frameworks and drivers, modes, visible
+        devices, libraries (hccl, HLML, nccl, NVML), CPU governor, threads, free memory, and which cells of
+        the matrix would be skipped and why. Each finding is OK, WARN or FAIL with its fix; exit 1 on FAIL."""
+        from hpubench import api
+        from hpubench.run.launch import Launcher
+
+        spec = api.resolve_spec(matrix, {})  # a bad --matrix is a usage error before anything starts
+        with Launcher() as launcher:
+            findings, facts = api.diagnose(spec, launcher)
+        if json_out:
+            typer.echo(dr.to_json(findings, facts))
+        else:
+            for line in dr.text_lines(findings):
+                out_console.print(line, highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(dr.exit_code(findings))

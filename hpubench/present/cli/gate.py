@@ -1,0 +1,295 @@
+"""Commands for CI: ``gate``, ``baseline save|list`` and ``export``, registered on the main typer app.
+
+Kept apart from ``hpubench.present.cli.main`` so the commands people add there and these do not collide;
+``cli`` calls :func:`register` once. Like the rest of the CLI: parse, call, print; bad input is a UsageError
+(one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hpubench.errors import UsageError
+
+_PCT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?i?B?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6, "mib": 1 << 20}
+_UNITS.update({"g": 10**9, "gb": 10**9, "gib": 1 << 30, "t": 10**12, "tb": 10**12, "tib": 1 << 40})
+_METRIC_NAMES = {"throughput": "throughput", "memory": "memory", "peak_memory": "memory"}
+
+
+def parse_fraction(text: str, what: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05; a bare number above 1 is read as percent (``5`` -> 0.05)."""
+    m = _PCT.match(text)
+    if not m:
+        raise UsageError(f"{what} takes a percentage such as 5% or a fraction such as 0.05, got {text!r}")
+    value = float(m.group(1))
+    value = value / 100 if m.group(2) or value >= 1 else value
+    if not 0 <= value < 1:
+        raise UsageError(f"{what} must be below 100%, got {text!r}")
+    return value
+
+
+def parse_thresholds(values: list[str] | None) -> dict[str, float]:
+    """``--max-regression 5%`` (every metric) and ``--max-regression memory=10%`` (one metric)."""
+    out: dict[str, float] = {}
+    for raw in values or []:
+        for item in raw.split(","):
+            if not item.strip():
+                continue
+            name, sep, value = item.partition("=")
+            if not sep:
+                v = parse_fraction(item, "--max-regression")
+                out["throughput"] = out["memory"] = v
+                continue
+            metric = _METRIC_NAMES.get(name.strip().lower())
+            if metric is None:
+                raise UsageError(
+                    f"--max-regression names unknown metric {name.strip()!r}; use throughput or memory, "
+                    "e.g. --max-regression memory=10%"
+                )
+            out[metric] = parse_fraction(value, f"--max-regression {metric}")
+    return out
+
+
+def parse_bytes(text: str, what: str) -> int:
+    """``1MiB``, ``512KiB``, ``2MB``, ``0``: a byte count."""
+    m = _SIZE.match(text)
+    if not m:
+        raise UsageError(f"{what} takes a size such as 1MiB or 512KiB, got {text!r}")
+    unit = m.group(2).lower()
+    if unit not in _UNITS:
+        raise UsageError(f"{what}: unknown unit in {text!r}; use B, KiB, MiB, GiB (or KB, MB, GB)")
+    return int(float(m.group(1)) * _UNITS[unit])
+
+
+BaselineDir = Annotated[
+    Path,
+    typer.Option(
+        "--baseline-dir", "--dir", help="Where named baselines live (see README: baselines layout)."
+    ),
+]
+
+
+def _filter_accelerator(records, accelerator: str | None, option: str):
+    if not accelerator:
+        return records
+    kept = [r for r in records if r.cell.accelerator == accelerator]
+    if not kept:
+        have = sorted({r.cell.accelerator for r in records})
+        raise UsageError(f"{option} {accelerator!r} keeps no records; the results hold: {', '.join(have)}")
+    return kept
+
+
+def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+    baseline_app = typer.Typer(
+        rich_markup_mode=None, no_args_is_help=True, help="Save and list named baselines for 'gate'."
+    )
+    app.add_typer(baseline_app, name="baseline")
+
+    @app.command()
+    def gate(
+        baseline: Annotated[
+            str,
+            typer.Option("--baseline", "-b", help="Baseline: a run directory, cells.jsonl, or a saved name."),
+        ],
+        current: Annotated[
+            str,
+            typer.Option("--current", "-c", help="Current results: a run directory, cells.jsonl or a name."),
+        ],
+        max_regression: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--max-regression",
+                help="Largest tolerated change: 5% (all metrics, the default) or throughput=3% / memory=10%; "
+                "repeatable.",
+            ),
+        ] = None,
+        memory_floor: Annotated[
+            str, typer.Option("--memory-floor", help="Memory growth below this is never a regression.")
+        ] = "1MiB",
+        alpha: Annotated[
+            float, typer.Option("--alpha", help="Error rate of the whole gate (after the correction).")
+        ] = 0.01,
+        correction: Annotated[
+            str, typer.Option("--correction", help="holm (family-wise), bh (false discovery) or none.")
+        ] = "holm",
+        missing: Annotated[
+            str, typer.Option("--missing", help="fail: a baseline cell absent from current fails; ignore.")
+        ] = "fail",
+        statistic: Annotated[
+            str,
+            typer.Option(
+                "--statistic",
+                help="What each run is summarised by: min (its fastest step: steadiest on a shared machine; "
+                "sees slowdowns of every step, not added stalls), mean (what training delivers; for quiet "
+                "dedicated runners) or median.",
+            ),
+        ] = "min",
+        test: Annotated[
+            str,
+            typer.Option(
+                "--test",
+                help="auto: a permutation test on the fastest half of the runs where there are enough runs "
+                "to reach significance (else welch); permutation: always; welch: a t test on log values.",
+            ),
+        ] = "auto",
+        strict_quality: Annotated[
+            bool,
+            typer.Option(
+                "--strict-quality",
+                help="Fail cells whose runs are interfered, recompiled or partial on every run of a side "
+                "(default: reported as not comparable, counted, never a failure).",
+            ),
+        ] = False,
+        markdown: Annotated[
+            Path | None,
+            typer.Option("--markdown", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."),
+        ] = None,
+        junit: Annotated[
+            Path | None, typer.Option("--junit", help="Write JUnit XML here, one test case per cell.")
+        ] = None,
+        baseline_accelerator: Annotated[
+            str | None,
+            typer.Option("--baseline-accelerator", help="Only baseline cells on this accelerator."),
+        ] = None,
+        current_accelerator: Annotated[
+            str | None, typer.Option("--current-accelerator", help="Only current cells on this accelerator.")
+        ] = None,
+        baseline_dir: BaselineDir = Path(".hpubench/baselines"),
+    ) -> None:
+        """Fail (exit 1) when current is slower or hungrier than baseline; 0 passes, 2 is bad input.
+
+        One run a side cannot show run-to-run drift: such cells pass as "insufficient evidence" (run with
+        --repeat 3 or more, or gate against a baseline saved from repeated runs, which stores each cell's
+        run-to-run spread). Every cell shows the smallest slowdown its runs could detect."""
+        from hpubench.analysis import gate as gate_mod
+        from hpubench.analysis.runspread import stored_spreads
+        from hpubench.present.gate_report import junit_xml, terminal_table
+        from hpubench.present.gate_report import markdown as render_markdown
+        from hpubench.store import baselines
+        from hpubench.store.results import load_results
+
+        thresholds = parse_thresholds(max_regression)
+        settings = gate_mod.GateSettings(
+            throughput_threshold=thresholds.get("throughput", gate_mod.DEFAULT_THRESHOLD),
+            memory_threshold=thresholds.get("memory", gate_mod.DEFAULT_THRESHOLD),
+            memory_floor_bytes=parse_bytes(memory_floor, "--memory-floor"),
+            alpha=alpha,
+            correction=correction,
+            missing=missing,
+            statistic=statistic,
+            test=test,
+            strict_quality=strict_quality,
+        )
+        base_path = baselines.resolve(baseline, baseline_dir)
+        cur_path = baselines.resolve(current, baseline_dir)
+        base = _filter_accelerator(
+            load_results([str(base_path)]), baseline_accelerator, "--baseline-accelerator"
+        )
+        cur = _filter_accelerator(load_results([str(cur_path)]), current_accelerator, "--current-accelerator")
+        spreads = stored_spreads(baselines.read_run_to_run(base_path), statistic, str(baseline))
+        result = gate_mod.gate(base, cur, settings, run_to_run=spreads)
+        out_console.print(terminal_table(result, title=f"hpubench gate: {baseline} -> {current}"))
+        for note in result.notes:
+            err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        if markdown is not None:
+            _write(markdown, render_markdown(result, baseline, current).encode())
+        if junit is not None:
+            _write(junit, junit_xml(result, baseline, current))
+        style = "green" if result.passed else "bold red"
+        err_console.print(f"[{style}]{result.summary()}[/]", highlight=False)
+        if result.exit_code:
+            raise typer.Exit(result.exit_code)
+
+    @baseline_app.command("save")
+    def baseline_save(
+        results: Annotated[Path, typer.Argument(help="A run directory or its cells.jsonl.")],
+        name: Annotated[str, typer.Option("--name", "-n", help="Baseline name, e.g. main or v1.2.")],
+        directory: BaselineDir = Path(".hpubench/baselines"),
+        force: Annotated[bool, typer.Option("--force", help="Replace a baseline of the same name.")] = False,
+        note: Annotated[str | None, typer.Option("--note", help="Free text kept in the index.")] = None,
+    ) -> None:
+        """Keep a run as a named baseline: <dir>/<name>/{cells.jsonl,meta.json} plus <dir>/index.json."""
+        from hpubench.store import baselines
+
+        target = baselines.save(results, name, directory, force=force, note=note)
+        entry = baselines.read_index(directory)[name]
+        out_console.print(
+            f"saved baseline {name!r}: {entry['cells']} cells ({entry['ok']} ok, {entry['failed']} failed, "
+            f"{entry['skipped']} skipped), {entry['repeats']} repeat(s), run-to-run spread stored for "
+            f"{entry['run_to_run_cells']} cell(s) -> {target}",
+            highlight=False,
+        )
+
+    @baseline_app.command("list")
+    def baseline_list(directory: BaselineDir = Path(".hpubench/baselines")) -> None:
+        """The saved baselines, newest first."""
+        from rich.table import Table
+
+        from hpubench.store import baselines
+
+        index = baselines.read_index(directory)
+        table = Table(title=f"baselines in {directory}")
+        for col in ("name", "saved", "cells", "ok", "failed", "repeats", "commit", "note"):
+            table.add_column(col)
+        for name, e in sorted(index.items(), key=lambda kv: kv[1].get("saved_at") or "", reverse=True):
+            commit = (e.get("git_commit") or "")[:10] + ("+dirty" if e.get("git_dirty") else "")
+            table.add_row(
+                name,
+                str(e.get("saved_at")),
+                str(e.get("cells")),
+                str(e.get("ok")),
+                str(e.get("failed")),
+                str(e.get("repeats")),
+                commit or "-",
+                e.get("note") or "",
+            )
+        out_console.print(table)
+
+    @app.command()
+    def export(
+        results: Annotated[
+            str, typer.Argument(help="A run directory, cells.jsonl, or a saved baseline name.")
+        ],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="pytest-benchmark.")] = "pytest-benchmark",
+        out: Annotated[Path, typer.Option("--out", "-o", help="The file to write.")] = Path("hpubench.json"),
+        baseline_dir: BaselineDir = Path(".hpubench/baselines"),
+    ) -> None:
+        """Write results in another tool's format: pytest-benchmark JSON, which its 'compare' reads."""
+        from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark
+        from hpubench.present.outfile import check_suffix, check_target, write_output
+        from hpubench.store import baselines
+        from hpubench.store.results import ResultStore, load_results
+
+        if fmt not in FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        check_suffix(out, SUFFIXES)
+        check_target(out)
+        path = baselines.resolve(results, baseline_dir)
+        records = load_results([str(path)])
+        meta = ResultStore(path if path.is_dir() else path.parent).read_meta() or {}
+        doc = to_pytest_benchmark(records, meta)
+        n = len(doc["benchmarks"])
+        if n == 0:
+            raise UsageError(f"{results} has no measured cells to export (every cell failed or was skipped)")
+        write_output(out, (json.dumps(doc, indent=4, sort_keys=True, default=str) + "\n").encode())
+        left = len({r.key for r in records}) - n
+        err_console.print(
+            f"wrote {n} benchmark(s) to {out}"
+            + (f"; {left} cell(s) without a measurement left out" if left else ""),
+            highlight=False,
+        )
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None

@@ -1,0 +1,88 @@
+"""``hpubench history``: each cell's throughput across saved baselines, as a self-contained HTML page.
+
+A command of its own rather than ``report --history``: it reads saved baselines by name (not result
+paths), orders them by commit, and takes the gate's settings (statistic, threshold, alpha) for the
+verdicts between them, none of which ``report`` has; and ``report``'s own options (formats, prices,
+epochs) mean nothing for a history. Registered on the main app as ``hpubench.present.cli.gate`` registers its
+commands; like the rest of the CLI: parse, call, print.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hpubench.errors import UsageError
+from hpubench.present.cli.gate import BaselineDir, parse_thresholds
+
+
+def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+    @app.command()
+    def history(
+        names: Annotated[
+            list[str] | None,
+            typer.Argument(help="Saved baselines (names or run directories); default: every saved one."),
+        ] = None,
+        out: Annotated[
+            Path, typer.Option("--out", "-o", help="HTML file to write (replaced atomically).")
+        ] = Path("history.html"),
+        order: Annotated[
+            str,
+            typer.Option(
+                "--order",
+                help="commit (by the commit's time, as git here knows it; the others by date), date (when "
+                "each run started) or given (as listed).",
+            ),
+        ] = "commit",
+        statistic: Annotated[
+            str,
+            typer.Option("--statistic", help="The gate's statistic for the verdicts: min, mean or median."),
+        ] = "min",
+        max_regression: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--max-regression", help="The gate's threshold, e.g. 5% (see 'hpubench gate --help')."
+            ),
+        ] = None,
+        alpha: Annotated[float, typer.Option("--alpha", help="The gate's error rate per comparison.")] = 0.01,
+        baseline_dir: BaselineDir = Path(".hpubench/baselines"),
+    ) -> None:
+        """Each cell's throughput across saved baselines in commit order, with intervals and the gate's
+        verdict between each two consecutive baselines (what 'gate' would have said at each step)."""
+        # On use, as every command's work: the CLI starts without pandas, plotly or the gate.
+        from hpubench.analysis import gate as gate_mod
+        from hpubench.analysis import history as history_mod
+        from hpubench.present.outfile import check_suffix, check_target, write_output
+        from hpubench.store.historyload import load_points
+        from reports.history import history_html
+
+        check_suffix(out, ("html", "htm"))
+        check_target(out)
+        thresholds = parse_thresholds(max_regression)
+        if not 0 < alpha < 1:
+            raise UsageError(f"--alpha must be between 0 and 1, got {alpha}")
+        if order not in history_mod.ORDERS:
+            raise UsageError(f"--order must be one of {', '.join(history_mod.ORDERS)}, got {order!r}")
+        settings = gate_mod.GateSettings(
+            throughput_threshold=thresholds.get("throughput", gate_mod.DEFAULT_THRESHOLD),
+            memory_threshold=thresholds.get("memory", gate_mod.DEFAULT_THRESHOLD),
+            alpha=alpha,
+            statistic=statistic,
+            missing="ignore",
+        )
+        points = load_points(names or [], baseline_dir)
+        h = history_mod.build(points, settings, order)
+        write_output(out, history_html(h).encode())
+        s = history_mod.summary(h)
+        out_console.print(
+            f"wrote {out}: {s['baselines']} baselines ({' -> '.join(p.name for p in h.points)}), "
+            f"{s['cells']} cells, {s['regressions']} regression(s) and {s['improvements']} improvement(s) "
+            "between consecutive baselines",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        for note in h.notes:
+            err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

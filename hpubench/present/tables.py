@@ -1,0 +1,413 @@
+"""Terminal tables of results: what ran, how fast, with its spread, and why anything did not run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import median
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
+
+from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
+from hpubench.store.record import CellResult
+
+if TYPE_CHECKING:  # the CLI imports this module on every start; numpy is not needed to print results
+    from hpubench.analysis.compare import Comparison
+    from hpubench.analysis.scaling import Scaling
+    from hpubench.analysis.stats import Estimate
+
+
+NO_FIGURES = ("-",) * 7  # the figure columns of a row without a measurement
+
+
+def _fmt(x: float | None, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _mib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**20:.0f}"
+
+
+def _status(status: str) -> str:
+    return {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[dim]skipped[/]"}[status]
+
+
+def _quality(verdict: str | None) -> str:
+    """The verdict word, coloured; "-" for records written before verdicts existed (never shown as ok)."""
+    if verdict is None:
+        return "[dim]-[/]"
+    return f"[{'green' if verdict == OK else 'red' if verdict == PARTIAL else 'yellow'}]{verdict}[/]"
+
+
+def quality_notes(results: Sequence[CellResult]) -> list[str]:
+    """One line per reason a figure is not ok, named by cell (repetitions together), for under a table."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in results:
+        groups.setdefault(r.key, []).append(r)
+    lines = []
+    for key, records in groups.items():
+        q = assess_repeats(records) if len(records) > 1 else None
+        reasons = q.reasons if q is not None else records[0].quality_reasons if len(records) == 1 else ()
+        lines += [f"{key}: {reason}" for reason in reasons]
+    return lines
+
+
+def _note(r: CellResult) -> str:
+    note = (
+        f"{r.metrics.measured_steps if r.metrics else '?'} steps, mode {r.runtime.get('mode_in_force', '?')}"
+    )
+    dist = r.runtime.distributed
+    if isinstance(dist, dict) and dist.get("world_size"):
+        note += f", {dist['world_size']} ranks ({dist.get('backend') or '?'})"
+    return note
+
+
+def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tuple[str, ...]:
+    """One row for every repetition of a cell: the median run, the range over runs, failures counted."""
+    ok = [(r, sc) for r, sc in zip(records, scaling, strict=True) if r.status == "ok" and r.metrics]
+    failed = [r for r in records if r.status == "failed"]
+    counted = f"{len(records)} runs" + (f", {len(failed)} failed" if failed else "")
+    q = assess_repeats(records)
+    verdict = _quality(None if q is None else q.verdict)
+    if not ok:
+        reason = next((r.reason for r in failed if r.reason), None) or (records[0].reason or "")
+        return (
+            records[0].key,
+            _status(records[-1].status),
+            verdict,
+            *NO_FIGURES,
+            f"{counted}: {reason}",
+        )
+    rates = [r.metrics.samples_per_s for r, _ in ok]  # type: ignore[union-attr]
+    rate = f"{median(rates):,.1f} [{min(rates):,.1f}, {max(rates):,.1f}]"
+    peaks = [r.memory.peak_allocated_bytes for r, _ in ok if r.memory and r.memory.peak_allocated_bytes]
+    mfus = [r.metrics.mfu for r, _ in ok if r.metrics and r.metrics.mfu is not None]
+    effs = [sc for _, sc in ok if sc is not None]
+    first = ok[0][0]
+    return (
+        first.key,
+        _status("failed") if failed else _status("ok"),
+        verdict,
+        rate,
+        _fmt(median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
+        _fmt(median([r.metrics.first_step_s for r, _ in ok]), ".3f"),  # type: ignore[union-attr]
+        _mib(max(peaks) if peaks else None),
+        f"{median(mfus):.1%}" if mfus else "-",
+        f"{median([sc.efficiency for sc in effs]):.0%} of x{effs[0].world_size}" if effs else "-",
+        f"{counted}; {_note(first)}",
+    )
+
+
+def results_table(results: Sequence[CellResult], title: str = "") -> Table:
+    """Every cell with its figure and its quality verdict; the reasons for any verdict but ok follow the
+    caption, one line each, so the table's own columns stay narrow."""
+    caption = (
+        "samples/s: mean over measured steps [95% bootstrap CI]; repeated cells (run --repeat): "
+        "median of the runs [lowest, highest run], the other columns medians of the runs, peak the highest; "
+        "warm-up excluded; device synchronised around each step; several devices: global (all ranks, "
+        "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
+        "be trusted (ok, noisy, unstable, interfered, recompiled, partial; '-' = recorded before verdicts)"
+    )
+    notes = quality_notes(results)
+    if notes:
+        caption += "\nwhy not ok:\n" + "\n".join(notes)
+    # Escaped: "[lowest, highest run]" and any bracket in a key or reason is text, not rich markup.
+    table = Table(title=title, caption=escape(caption), caption_justify="left")
+    for col, justify in (
+        ("cell", "left"),
+        ("status", "left"),
+        ("quality", "left"),
+        ("samples/s [CI]", "right"),
+        ("p50 ms", "right"),
+        ("p90 ms", "right"),
+        ("1st step s", "right"),
+        ("peak MiB", "right"),
+        ("MFU", "right"),
+        ("scaling", "right"),
+        ("note", "left"),
+    ):
+        # At 120 columns the key folds onto a second line rather than losing its tail (where the
+        # precision and mode are), and the verdict is never split.
+        table.add_column(
+            col,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold" if col == "cell" else "ellipsis",
+            no_wrap=col == "quality",
+        )
+    from hpubench.analysis.scaling import scaling_efficiencies
+
+    scaling = scaling_efficiencies(list(results))
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(results):
+        groups.setdefault(r.key, []).append(i)
+    for idx in groups.values():
+        if len(idx) > 1:
+            table.add_row(*_repeats_row([results[i] for i in idx], [scaling[i] for i in idx]))
+            continue
+        r, sc = results[idx[0]], scaling[idx[0]]
+        m = r.metrics
+        if m is None:
+            table.add_row(
+                escape(r.key),
+                _status(r.status),
+                _quality(r.quality),
+                *NO_FIGURES,
+                escape(r.reason or ""),  # "pip install 'hpubench[hf]'" is text, not markup
+            )
+            continue
+        ci = f"{m.samples_per_s:,.1f} [{m.samples_per_s_ci[0]:,.1f}, {m.samples_per_s_ci[1]:,.1f}]"
+        peak = r.memory.peak_allocated_bytes if r.memory else None
+        table.add_row(
+            r.key,
+            _status(r.status),
+            _quality(r.quality),
+            ci,
+            _fmt(m.step_time_p50_s * 1e3, ".2f"),
+            _fmt(m.step_time_p90_s * 1e3, ".2f"),
+            _fmt(m.first_step_s, ".3f"),
+            _mib(peak),
+            f"{m.mfu:.1%}" if m.mfu is not None else "-",
+            "-" if sc is None else f"{sc.efficiency:.0%} of x{sc.world_size}",
+            _note(r),
+        )
+    return table
+
+
+# ---- what was observed beside the figures (hpubench profile, --memory-every, telemetry, --loader) ----------
+
+_SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """A one-line shape of a series for the terminal ("?" where a value is missing)."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    lo, hi = min(known), max(known)
+    span = hi - lo
+    out = []
+    for v in values:
+        if v is None:
+            out.append("?")
+        else:
+            out.append(_SPARK[0] if span == 0 else _SPARK[min(7, int((v - lo) / span * 8))])
+    return "".join(out)
+
+
+def telemetry_table(results: Sequence[CellResult]) -> Table | None:
+    """Power and energy per cell; None when no cell measured any (absent reasons go to ``absent_notes``)."""
+    rows = [r for r in results if r.telemetry is not None and r.telemetry.source is not None]
+    if not rows:
+        return None
+    priced = any(r.telemetry.energy_price_per_kwh is not None for r in rows)  # type: ignore[union-attr]
+    table = Table(
+        title="power and energy over the measured steps",
+        caption="energy from the source's counter where it has one, else the integral of power samples; "
+        "'-' = not measured (never 0)",
+    )
+    cols = ["cell", "source", "mean W", "max W", "J/step", "samples/kWh", "util %", "max °C"]
+    if priced:
+        cols += ["cost/1M samples", "cost/hour"]
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("cell", "source") else "right")
+    for r in rows:
+        t = r.telemetry
+        assert t is not None
+        cells = [
+            r.key,
+            f"{t.source} ({t.device})" if t.device else str(t.source),
+            _fmt(t.mean_power_w),
+            _fmt(t.max_power_w),
+            _fmt(t.energy_per_step_j, ".3g"),
+            _fmt(t.samples_per_kwh, ",.0f"),
+            _fmt(t.mean_utilisation_pct),
+            _fmt(t.max_temperature_c, ".0f"),
+        ]
+        if priced:
+            cells += [_fmt(t.energy_cost_per_1m_samples, ".4g"), _fmt(t.energy_cost_per_hour, ".4g")]
+        table.add_row(*cells)
+    return table
+
+
+def absent_telemetry_notes(results: Sequence[CellResult]) -> list[str]:
+    """One line per distinct reason telemetry was absent, with how many cells it concerns."""
+    reasons: dict[str, int] = {}
+    for r in results:
+        if r.telemetry is not None and r.telemetry.source is None:
+            reason = r.telemetry.absent_reason or "no reason given"
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return [f"telemetry absent for {n} cell(s): {reason}" for reason, n in reasons.items()]
+
+
+def loader_table(results: Sequence[CellResult]) -> Table | None:
+    rows = [r for r in results if r.loader is not None]
+    if not rows:
+        return None
+    table = Table(
+        title="host loader: data wait vs compute per step (separate pass after the measured steps)",
+        caption="samples/s plain: device-resident batches (the cell's figure); with loader: fed from the "
+        "host",
+    )
+    for c in ("cell", "data wait ms", "compute ms", "data %", "samples/s with loader", "samples/s plain"):
+        table.add_column(c, justify="left" if c == "cell" else "right")
+    for r in rows:
+        s = r.loader
+        assert s is not None
+        table.add_row(
+            r.key,
+            _fmt(s.data_wait_mean_s * 1e3, ".3f"),
+            _fmt(s.compute_mean_s * 1e3, ".3f"),
+            f"{s.data_fraction:.1%}",
+            _fmt(s.samples_per_s, ",.1f"),
+            _fmt(r.metrics.samples_per_s if r.metrics else None, ",.1f"),
+        )
+    return table
+
+
+def memory_timeline_table(results: Sequence[CellResult]) -> Table | None:
+    rows = [r for r in results if r.memory_timeline]
+    if not rows:
+        return None
+    table = Table(
+        title="memory over the steps (in use)",
+        caption="start: before the first warm-up step; growth: last minus first measured sample; "
+        "peak: highest peak-since-reset sampled",
+    )
+    for c in (
+        "cell",
+        "points",
+        "start MiB",
+        "after warm-up MiB",
+        "end MiB",
+        "growth MiB",
+        "peak MiB",
+        "shape",
+    ):
+        table.add_column(c, justify="left" if c in ("cell", "shape") else "right")
+    for r in rows:
+        tl = r.memory_timeline
+        warm = [s for s in tl if s.phase == "warmup"]
+        measured = [s for s in tl if s.phase == "measured"]
+        growth = None
+        if (
+            len(measured) >= 2
+            and measured[0].in_use_bytes is not None
+            and measured[-1].in_use_bytes is not None
+        ):
+            growth = measured[-1].in_use_bytes - measured[0].in_use_bytes
+        peaks = [s.peak_allocated_bytes for s in tl if s.peak_allocated_bytes is not None]
+        table.add_row(
+            r.key,
+            str(len(tl)),
+            _mib(tl[0].in_use_bytes),
+            _mib(warm[-1].in_use_bytes if warm else None),
+            _mib(tl[-1].in_use_bytes),
+            "-" if growth is None else f"{growth / 2**20:+.1f}",
+            _mib(max(peaks) if peaks else None),
+            sparkline([s.in_use_bytes for s in tl]),
+        )
+    return table
+
+
+def operator_table(result: CellResult, run_dir: str | None = None) -> Table | None:
+    """The top-N operator table of one profiled cell, per step, with where its trace file is."""
+    p = result.profile
+    if p is None:
+        return None
+    steps = max(1, p.active)
+    caption = []
+    if p.error:
+        caption.append(f"profile pass failed: {p.error}")
+    if p.step_time_mean_s is not None:
+        line = f"profiled steps: {len(p.step_times_s)} x {p.step_time_mean_s * 1e3:.2f} ms"
+        if result.metrics is not None:
+            line += f" (plain {result.metrics.step_time_mean_s * 1e3:.2f} ms"
+            if p.overhead_vs_plain is not None:
+                line += f", profiler overhead {p.overhead_vs_plain:+.0%}"
+            line += ")"
+        caption.append(line)
+    if p.trace_path:
+        caption.append(f"trace: {p.trace_path if run_dir is None else f'{run_dir}/{p.trace_path}'}")
+    caption.append(
+        f"activities {'+'.join(p.activities) or '-'}; sorted by {p.sort_by.replace('_', ' ')} time"
+    )
+    caption += list(p.notes)
+    table = Table(title=f"top operators: {result.key}", caption="\n".join(caption))
+    device = any(row.self_device_s is not None for row in p.top_ops)
+    cols = ["#", "operator", "kind", "calls/step", "self CPU ms/step"]
+    if device:
+        cols.append("self device ms/step")
+    cols.append("% of step")
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("operator", "kind") else "right")
+    for i, row in enumerate(p.top_ops, 1):
+        kind = row.kind if row.device_type == "CPU" else f"{row.kind} ({row.device_type})"  # kernel (CUDA)
+        cells = [str(i), row.name, kind, f"{row.calls / steps:g}", f"{row.self_cpu_s / steps * 1e3:.3f}"]
+        if device:
+            cells.append(_fmt(None if row.self_device_s is None else row.self_device_s / steps * 1e3, ".3f"))
+        cells.append(f"{row.pct_of_step:.1f}")
+        table.add_row(*cells)
+    return table
+
+
+def observation_tables(results: Sequence[CellResult], run_dir: str | None = None) -> list[Table]:
+    """Every table of what was observed beside the figures, in reading order; empty when nothing was."""
+    tables = [telemetry_table(results), loader_table(results), memory_timeline_table(results)]
+    tables += [operator_table(r, run_dir) for r in results]
+    return [t for t in tables if t is not None]
+
+
+# ---- base vs candidate (hpubench compare) ----------------------------------------------------------------
+
+
+def _ratio(e: Estimate | None) -> str:
+    return "-" if e is None else f"{e.value:.3g}x [{e.lo:.3g}, {e.hi:.3g}]"
+
+
+def compare_table(c: Comparison) -> Table:
+    """Matched cells with their ratios; the geometric means per workload and overall close the table."""
+    table = Table(
+        title=f"{c.candidate_label} vs {c.base_label}: {len(c.cells)} matched cells",
+        caption="ratio = candidate / base, 95% interval; samples/s: mean over every step (what training "
+        f"delivers, priced). Estimator (the same as hpubench gate's): {c.estimator}. Verdict only where the "
+        "interval excludes 1 and both sides' quality is ok; memory > 1: candidate needs more",
+    )
+    for col, justify in (
+        ("cell (key without hardware)", "left"),
+        ("base samples/s", "right"),
+        ("candidate samples/s", "right"),
+        (f"throughput ratio ({c.statistic} step) [CI]", "right"),
+        ("verdict", "left"),
+        ("quality base/cand", "left"),
+        ("memory ratio", "right"),
+        ("samples/$ ratio [CI]", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for x in c.cells:
+        word = x.verdict.split()[0]
+        shown = {"faster": f"[green]{x.verdict}[/]", "slower": f"[red]{x.verdict}[/]"}.get(word, x.verdict)
+        table.add_row(
+            x.match_key,
+            f"{x.base_economics.samples_per_s:,.1f}",
+            f"{x.candidate_economics.samples_per_s:,.1f}",
+            _ratio(x.throughput_ratio),
+            shown,
+            f"{x.base.quality or '-'}/{x.candidate.quality or '-'}",
+            "-" if x.memory_ratio is None else f"{x.memory_ratio:.3g}x",
+            _ratio(x.perf_per_usd_ratio),
+        )
+    table.add_section()
+    for g in (*c.per_workload, c.overall):
+        table.add_row(
+            f"[bold]geometric mean: {g.name}[/] ({g.cells} cell{'s' if g.cells != 1 else ''})",
+            "",
+            "",
+            _ratio(g.throughput),
+            "",
+            "",
+            "",
+            _ratio(g.perf_per_usd),
+        )
+    return table

@@ -1,0 +1,1 @@
+"""Executors: how one cell gets processes of its own. One interface (``base``), three implementations."""

@@ -1,0 +1,173 @@
+"""How one cell gets run in processes of its own: the executor interface and what every executor shares.
+
+The scheduler (``hpubench.run.scheduler``) hands each runnable cell to an executor and gets a
+``CellOutcome`` back; an executor never raises for a cell's own problem (a crash, a hang, a bad result:
+all are the cell's failed record). Three implement it:
+
+- ``hpubench.run.executors.fork.ForkExecutor``: a child forked from a pre-warmed zygote per cell (the
+default);
+- ``hpubench.run.executors.spawn.SpawnExecutor``: a fresh interpreter per cell (``isolation="spawn"``);
+- ``hpubench.run.executors.distributed.DistExecutor``: cells of several processes, under torch's elastic
+agent.
+
+The two single-process executors also detect the machine (``LocalExecutor.detect``) and run the
+estimates' probe. All three start their processes from one ``WorkerSetup``: the same interpreter,
+workload files and environment (with the launcher's token, ``hpubench.run.proctree``), one scratch folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpubench.core import accelerators
+from hpubench.plan.cell import Cell, PlannedCell
+from hpubench.plan.inventory import Inventory
+from hpubench.plan.runoptions import RunOptions
+from hpubench.run import proctree
+from hpubench.store.record import STATUS_FAILED, CellResult
+
+EnvSignature = tuple[tuple[str, str], ...]
+SCRATCH_PREFIX = "hpubench-launch-"
+WORKER_START_TIMEOUT_S = 300.0  # importing torch (and a device bridge) on a cold, networked filesystem
+DETECT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """One cell to run now: where its log and step feed go, how long it may take, what to observe."""
+
+    cell: Cell
+    log: Path
+    timeout_s: float
+    options: RunOptions | None = None
+    feed: Path | None = None  # where the cell streams its steps (``hpubench.run.stepfeed``); None: nowhere
+    repeat: int = 0  # the pass of the plan it belongs to
+    position: int = 0  # its place in the plan (0-based), within the pass
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What came of a ``CellRequest``.
+
+    ``dispatch_s``: request sent -> the cell's code entered in its child, where known (the fixed cost).
+    ``as_skip``: the cell was not run here after all; the scheduler reports it as a skip and records it
+    once, on the plan's first pass (a node other than 0 that node 0 had already passed by).
+    """
+
+    result: CellResult
+    dispatch_s: float | None = None
+    as_skip: bool = False
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What a detection child found: the devices, the workload catalog, the options each workload takes
+    (None from a worker too old to say)."""
+
+    inventory: Inventory
+    catalog: dict[str, tuple[str, ...]]
+    workload_options: dict[str, tuple[str, ...]] | None
+    workload_unavailable: dict[str, str] = field(default_factory=dict)  # workload -> why it cannot run
+
+
+class Executor(ABC):
+    """Runs cells, each in processes of its own, and owns those processes."""
+
+    def prepare(self, planned: Sequence[PlannedCell], repeat: int) -> None:
+        """The whole plan, before any cell of it runs (default: nothing to do)."""
+
+    @abstractmethod
+    def run(self, request: CellRequest) -> CellOutcome:
+        """Run one cell to its end or its timeout; never raises for the cell's own problems."""
+
+    def abort(self) -> None:
+        """Interrupted: stop whatever runs now, without waiting for it, and leave nothing of it."""
+
+    def close(self) -> None:
+        """Stop the long-lived processes (if any); nothing runs any more."""
+
+
+class LocalExecutor(Executor):
+    """A single-process executor, which also learns what this machine has and runs the estimates' probe."""
+
+    @abstractmethod
+    def detect(self) -> Detected:
+        """Devices and workloads, learnt in a child (detection fixes device modes for the process that
+        runs it). Raises UsageError, with the fix, when no child could say."""
+
+    @abstractmethod
+    def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
+        """``hpubench.measure.probe`` with ``args`` in a child; its JSON. Raises ProbeFailed with the
+        reason."""
+
+
+class WorkerSetup:
+    """How every process of one launcher starts, and the scratch folder their files pass through.
+
+    ``base_env`` is the whole environment workers start from; each cell's ``env_before_import`` variables
+    are added on top. The launcher's token is set in it: every process started from here carries it,
+    and so does everything they start (``sweep``).
+    """
+
+    def __init__(self, python: str, workload_files: Sequence[str], base_env: dict[str, str]) -> None:
+        self.python = python
+        self.workload_files = [str(f) for f in workload_files]
+        self.base_env = base_env
+        self.token = base_env[proctree.TOKEN_ENV] = uuid.uuid4().hex
+        self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        self._seq = 0
+
+    def path(self, stem: str) -> Path:
+        """A fresh path in the scratch folder, numbered in order of use."""
+        self._seq += 1
+        return self.scratch / f"{self._seq:05d}-{stem}"
+
+    def env(self, signature: EnvSignature) -> dict[str, str]:
+        """A worker's environment: the base one, ``signature`` on top, this hpubench first on the path."""
+        env = dict(self.base_env)
+        env.update(signature)
+        # The children must run this very hpubench (and its workloads), installed or not.
+        root = str(Path(__file__).resolve().parent.parent)
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root not in paths:
+            env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+        return env
+
+    def sweep(self, spare: Collection[int] = ()) -> list[int]:
+        """Kill what this launcher's processes left running anywhere, but the pids in ``spare``."""
+        return proctree.sweep(self.token, spare=spare)
+
+    def remove_scratch(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def cell_signature(cell: Cell) -> EnvSignature:
+    """The pre-import environment ``cell`` needs; one zygote serves each. KeyError: unknown accelerator."""
+    env = accelerators.fork_server_env()
+    env.update(accelerators.get(cell.accelerator).env_before_import(cell))
+    return tuple(sorted(env.items()))
+
+
+def server_signature() -> EnvSignature:
+    """The environment of a worker that serves no particular cell (detection, probes)."""
+    return tuple(sorted(accelerators.fork_server_env().items()))
+
+
+def signature_or_failure(cell: Cell) -> EnvSignature | CellResult:
+    """``cell_signature``, or the cell's failed record when its accelerator is unknown."""
+    try:
+        return cell_signature(cell)
+    except KeyError as exc:
+        return failed(cell, str(exc.args[0]) if exc.args else str(exc))
+
+
+def failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
+    return CellResult(cell, STATUS_FAILED, reason=reason, traceback_tail=tail, **kw)

@@ -1,0 +1,163 @@
+"""Cells in a fresh interpreter each (``isolation="spawn"``), for stacks where forking a process that
+imported torch is unsafe; and the doctor's detection, which must see what a fresh process sees.
+
+Each child pays ``import torch`` itself; it says when its imports are done (a byte on a pipe), and the
+cell's timeout starts there, so a timeout means the same under both isolations. The wait is the
+zygote's own (``hpubench.run.childwait``): the timeout on the whole process group, leftovers killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from hpubench.errors import ProbeFailed, UsageError
+from hpubench.run import exitwords
+from hpubench.run.childresult import collect, detected, detection_failed, last_line, read_out, tail
+from hpubench.run.childwait import killpg, wait_child
+from hpubench.run.executors.base import (
+    DETECT_TIMEOUT_S,
+    WORKER_START_TIMEOUT_S,
+    CellOutcome,
+    CellRequest,
+    Detected,
+    LocalExecutor,
+    WorkerSetup,
+    server_signature,
+    signature_or_failure,
+)
+from hpubench.run.zygotewire import usage_line
+from hpubench.store.record import CellResult
+from hpubench.store.results import utc_now_iso
+
+
+class SpawnExecutor(LocalExecutor):
+    """Each cell in ``python -m hpubench.run.zygote --once``, its own session."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.setup = setup
+        self._proc: subprocess.Popen[bytes] | None = None  # the child running now
+
+    def _args(self, *args: str) -> list[str]:
+        argv = [self.setup.python, "-m", "hpubench.run.zygote", *args]
+        for f in self.setup.workload_files:
+            argv += ["--workloads-from", f]
+        return argv
+
+    def run(self, request: CellRequest) -> CellOutcome:
+        cell, log = request.cell, request.log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        signature = signature_or_failure(cell)
+        if isinstance(signature, CellResult):
+            return CellOutcome(signature)
+        out = self.setup.path("result.json")
+        started_at = utc_now_iso()
+        sent = time.time()
+        args = self._args(
+            "--once", json.dumps(cell.to_dict()), str(out), str(log), "--dispatched-at", repr(sent)
+        )
+        if request.options is not None:
+            args += ["--options", json.dumps(request.options.to_dict())]
+        if request.feed is not None:
+            args += ["--feed", str(request.feed)]
+        ready_r, ready_w = os.pipe()
+        args += ["--ready-fd", str(ready_w)]
+        try:
+            with open(log, "wb") as logf:  # interpreter start-up errors land in the log too
+                self._proc = subprocess.Popen(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=logf,
+                    env=self.setup.env(signature),
+                    start_new_session=True,
+                    pass_fds=(ready_w,),
+                )
+        finally:
+            os.close(ready_w)
+        try:
+            reply = self._wait(self._proc, request.timeout_s, log, ready_r)
+        finally:
+            os.close(ready_r)
+            self._proc = None
+            self.setup.sweep()  # what the cell started outside its process group
+        return CellOutcome(*collect(cell, reply, out, log, request.timeout_s, started_at, sent))
+
+    def _wait(
+        self, proc: subprocess.Popen[bytes], timeout_s: float, log: Path, ready_fd: int | None = None
+    ) -> dict[str, Any]:
+        """Wait for a spawned child; with ``ready_fd`` the timeout starts once its imports are done."""
+        if ready_fd is not None:
+            ready, _, _ = select.select([ready_fd], [], [], WORKER_START_TIMEOUT_S)
+            # Nothing in time: the imports hang, so the cell's budget is spent. Empty read: it exited
+            # before getting ready, and the wait below sees how.
+            if not ready:
+                timeout_s = 0.0
+            else:
+                os.read(ready_fd, 1)
+        reply = wait_child(proc.pid, timeout_s, str(log), None)
+        assert reply is not None  # only a control channel can end the wait early
+        # We reaped it ourselves; tell Popen so it neither waits again nor warns.
+        proc.returncode = -reply["signal"] if reply["signal"] else reply["exitcode"]
+        return reply
+
+    def detect(self) -> Detected:
+        out = self.setup.path("detect.json")
+        log = self.setup.path("detect.log")
+        data, reply = self._detect_child(out, log, [])
+        if data is None or "inventory" not in data:
+            raise UsageError(detection_failed(reply, log))
+        return detected(data, {k: tuple(v) for k, v in data.get("workloads", {}).items()})
+
+    def detect_for_doctor(self) -> dict[str, Any]:
+        """What ``detect`` learns plus ``hpubench doctor``'s facts (``"doctor"``). Raises ProbeFailed with
+        the reason and the log's last line when the child gave no result; a bad workload is a
+        UsageError."""
+        out = self.setup.path("doctor.json")
+        log = self.setup.path("doctor.log")
+        data, reply = self._detect_child(out, log, ["--doctor"])
+        if data is None or "inventory" not in data:
+            raise ProbeFailed(f"{exitwords.reply_reason(reply)}; last log line: {last_line(log)}")
+        return data
+
+    def _detect_child(
+        self, out: Path, log: Path, extra_args: list[str]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """``python -m hpubench.run.zygote --detect``: its JSON (None when it wrote none) and how it ended."""
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                self._args("--detect", str(out), *extra_args),
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                env=self.setup.env(server_signature()),
+                start_new_session=True,
+            )
+        self._proc = proc
+        reply = self._wait(proc, DETECT_TIMEOUT_S, log)
+        self._proc = None
+        usage = usage_line(tail(log))
+        if usage:
+            raise UsageError(usage)
+        return read_out(out), reply
+
+    def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
+        raise ProbeFailed("no pre-warmed worker under spawn isolation")
+
+    def abort(self) -> None:
+        self.close()
+        self.setup.sweep()
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)

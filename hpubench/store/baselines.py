@@ -1,0 +1,216 @@
+"""Named baselines kept next to a repository, so ``hpubench gate --baseline NAME`` needs no path.
+
+Layout (the default directory is ``.hpubench/baselines`` under the current directory)::
+
+    .hpubench/baselines/
+      index.json            {"version": 1, "baselines": {NAME: {saved_at, source, cells, ...}}}
+      NAME/cells.jsonl      the records, one line each, latest per (cell, repeat), as the gate reads them
+      NAME/meta.json        the source run's metadata plus a "baseline" entry (name, saved_at, source)
+
+A baseline directory is an ordinary run directory, so every command that reads results reads it. It is
+written beside its final place and renamed into it, so a reader sees the old baseline or the new one,
+never half of one; the index is replaced atomically under a lock. Commit the directory to the repository
+(records are small: a few KB per cell) or keep it in a CI cache keyed by the branch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hpubench.analysis.runspread import run_to_run_figures
+from hpubench.errors import UsageError
+from hpubench.present.outfile import os_error_text
+from hpubench.store.record import CellResult
+from hpubench.store.results import (
+    CELLS_FILE,
+    META_FILE,
+    ResultStore,
+    load_results,
+    record_line,
+    utc_now_iso,
+    write_file_synced,
+    write_json_atomic,
+)
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux
+    fcntl = None  # type: ignore[assignment]
+
+DEFAULT_DIR = Path(".hpubench") / "baselines"
+INDEX_FILE = "index.json"
+INDEX_VERSION = 1
+RUN_TO_RUN = "run_to_run"  # meta.json: per match key, the run-to-run spread per statistic and its runs
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_name(name: str) -> str:
+    if not _NAME_RE.fullmatch(name or ""):
+        raise UsageError(
+            f"baseline name {name!r} is not usable; use letters, digits, '.', '_' or '-' (e.g. main, v1.2)"
+        )
+    return name
+
+
+def _run_meta(results_path: Path) -> dict[str, Any]:
+    run_dir = results_path if results_path.is_dir() else results_path.parent
+    return ResultStore(run_dir).read_meta() or {}
+
+
+def _summary(records: list[CellResult]) -> dict[str, Any]:
+    statuses = Counter(r.status for r in records)
+    return {
+        "records": len(records),
+        "cells": len({r.key for r in records}),
+        "repeats": max((r.repeat for r in records), default=-1) + 1,
+        "ok": statuses.get("ok", 0),
+        "failed": statuses.get("failed", 0),
+        "skipped": statuses.get("skipped", 0),
+    }
+
+
+@contextlib.contextmanager
+def _locked(directory: Path):
+    """An advisory lock on the baselines directory, so two saves cannot lose each other's index entry."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise UsageError(
+            f"cannot write the baselines directory {directory}: {os_error_text(e)}; "
+            "fix: give a writable --dir"
+        ) from None
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def read_index(directory: str | os.PathLike[str] = DEFAULT_DIR) -> dict[str, dict[str, Any]]:
+    """Name -> what was saved; an empty dict where nothing was saved yet."""
+    path = Path(directory) / INDEX_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise UsageError(
+            f"{path} is unreadable ({e}); fix: restore it or delete it (baselines stay)"
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("baselines"), dict):
+        raise UsageError(f"{path} is not a baselines index; fix: restore it or delete it")
+    return data["baselines"]
+
+
+def save(
+    results: str | os.PathLike[str],
+    name: str,
+    directory: str | os.PathLike[str] = DEFAULT_DIR,
+    *,
+    force: bool = False,
+    note: str | None = None,
+) -> Path:
+    """Copy a run's records (latest per cell and repeat) and metadata into ``<directory>/<name>/``."""
+    check_name(name)
+    source = Path(results)
+    records = load_results([str(source)])
+    if not records:
+        raise UsageError(f"{source} holds no result records; fix: save a run that has finished cells")
+    directory = Path(directory)
+    target = directory / name
+    with _locked(directory):
+        if target.exists() and not force:
+            raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
+        saved_at = utc_now_iso()
+        meta = _run_meta(source)
+        # Cells with repeats keep their run-to-run spread; cells without keep the one the baseline being
+        # replaced had, so a CI job that re-saves one run per build keeps what an earlier --repeat measured.
+        spreads = (
+            {**read_run_to_run(target), **run_to_run_figures(records)}
+            if force
+            else run_to_run_figures(records)
+        )
+        if spreads:
+            meta[RUN_TO_RUN] = spreads
+        meta["baseline"] = {"name": name, "saved_at": saved_at, "source": str(source.resolve()), "note": note}
+        tmp = directory / f".{name}.tmp-{os.getpid()}"
+        old = directory / f".{name}.old-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            tmp.mkdir(parents=True)
+            write_file_synced(tmp / CELLS_FILE, b"".join(record_line(r) for r in records))
+            write_json_atomic(tmp / META_FILE, meta)
+            if target.exists():
+                os.rename(target, old)
+            os.rename(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        except OSError as e:  # a full disk: the old baseline (if any) stays as it was
+            shutil.rmtree(tmp, ignore_errors=True)
+            if old.exists() and not target.exists():
+                with contextlib.suppress(OSError):
+                    os.rename(old, target)
+            raise UsageError(
+                f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
+                "fix: free space or give a writable --dir"
+            ) from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        index = read_index(directory)
+        git = meta.get("git") or {}
+        index[name] = {
+            "saved_at": saved_at,
+            "source": str(source.resolve()),
+            "note": note,
+            "run_started_at": meta.get("started_at"),
+            "hostname": meta.get("hostname"),
+            "git_commit": git.get("commit"),
+            "git_dirty": git.get("dirty"),
+            **_summary(records),
+            "run_to_run_cells": len(spreads),
+        }
+        try:
+            write_json_atomic(directory / INDEX_FILE, {"version": INDEX_VERSION, "baselines": index})
+        except OSError as e:
+            raise UsageError(
+                f"baseline {name!r} was saved in {target} but the index {directory / INDEX_FILE} could not "
+                f"be written: {os_error_text(e)}; fix: free space, then save it again with --force"
+            ) from None
+    return target
+
+
+def read_run_to_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
+    """The run-to-run spreads stored with a baseline (a run directory or its cells.jsonl); empty where
+    none were stored or the path is not a baseline."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    data = ResultStore(p if p.is_dir() else p.parent).read_meta() or {}
+    figures = data.get(RUN_TO_RUN)
+    return {k: v for k, v in figures.items() if isinstance(v, dict)} if isinstance(figures, dict) else {}
+
+
+def resolve(ref: str | os.PathLike[str], directory: str | os.PathLike[str] = DEFAULT_DIR) -> Path:
+    """A results path as given, or else the baseline of that name in ``directory``."""
+    path = Path(ref)
+    if path.exists():
+        return path
+    text = str(ref)
+    candidate = Path(directory) / text
+    if _NAME_RE.fullmatch(text) and (candidate / CELLS_FILE).is_file():
+        return candidate
+    known = sorted(read_index(directory)) if Path(directory).is_dir() else []
+    listing = f" (saved: {', '.join(known)})" if known else ""
+    raise UsageError(
+        f"no results at {text!r} and no baseline of that name in {directory}{listing}; fix: give a run "
+        "directory, a cells.jsonl file, or a name saved with 'hpubench baseline save'"
+    )
