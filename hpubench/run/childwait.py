@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from hpubench.run import oomwatch
+from hpubench.run.exitwords import MemoryEvidence
 from hpubench.run.zygotewire import LineChannel
 
 KILL_GRACE_S = 2.0  # between SIGTERM (faulthandler dumps the stack) and SIGKILL on a timeout
@@ -110,7 +111,9 @@ def wait_child(
     killpg(pid, signal.SIGKILL)
     _, wstatus, usage = os.wait4(pid, 0)
     status, exitcode, sig = status_of(wstatus)
-    memory = oomwatch.evidence(oomwatch.peak_rss_bytes(usage.ru_maxrss), oom_before)
+    peak = oomwatch.peak_rss_bytes(usage.ru_maxrss)
+    # The memory evidence only ever words a kill (hpubench.run.exitwords): read the cgroup for a signal only.
+    memory = oomwatch.evidence(peak, oom_before) if sig is not None else MemoryEvidence(peak, None, 0)
     return {
         "status": "timeout" if timed_out else status,
         "exitcode": exitcode,

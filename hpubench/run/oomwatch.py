@@ -17,8 +17,26 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _UNLIMITED = 2**60  # v1 writes "no limit" as a page-rounded 2**63 - 1
 
 
+# This process's memory cgroup, looked up once per process (the zygote asks before and after every cell):
+# (pid, dirs). A forked child has another pid, so it looks again.
+_CGROUP: tuple[int, list[tuple[Path, str]]] | None = None
+
+
+def forget_cgroup() -> None:
+    """Look the cgroup up again at the next question (for tests, and for a process that was moved)."""
+    global _CGROUP
+    _CGROUP = None
+
+
 def _cgroup_dirs() -> list[tuple[Path, str]]:
     """(directory, "v1"|"v2") of this process's memory cgroup, most specific first."""
+    global _CGROUP
+    if _CGROUP is None or _CGROUP[0] != os.getpid():
+        _CGROUP = (os.getpid(), _find_cgroup_dirs())
+    return _CGROUP[1]
+
+
+def _find_cgroup_dirs() -> list[tuple[Path, str]]:
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:

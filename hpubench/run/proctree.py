@@ -47,9 +47,27 @@ def _kill_all(procs: list[psutil.Process]) -> None:
             p.kill()  # psutil checks the process is still the one it listed: no pid-reuse accident
 
 
+def has_children() -> bool:
+    """Whether any process (alive or a zombie) is this one's child; one syscall, no /proc scan.
+
+    Every descendant hangs below some child, so no child means nothing below at all.
+    """
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
 def reap_adopted() -> list[int]:
     """Kill and reap every process below this one; the pids killed. Call in a subreaper that has no
-    child of its own running (its cell's child reaped already): all that is below it is left over."""
+    child of its own running (its cell's child reaped already): all that is below it is left over.
+
+    Called after every cell, so the common case (nothing left) costs one syscall: listing descendants
+    reads every process of the machine from /proc (0.5 ms quiet, 4 ms on a loaded machine).
+    """
+    if not has_children():
+        return []
     me = psutil.Process()
     killed: list[int] = []
     for _ in range(REAP_ROUNDS):
