@@ -159,7 +159,7 @@ def run_to_file(
         )
     finished = time.time()
     payload = {"result": result.to_dict(), "child_started_at": started, "child_finished_at": finished}
-    write_json_atomic(out, payload, indent=None)
+    write_json_atomic(out, payload, indent=None, durable=False)
 
 
 def detect_to_file(out: str) -> None:
@@ -248,7 +248,7 @@ def run_once(
 
         traceback.print_exc()
         result = CellResult(Cell.from_dict(cell_data), STATUS_FAILED, reason=one_line(exc))
-        write_json_atomic(out, {"result": result.to_dict()}, indent=None)
+        write_json_atomic(out, {"result": result.to_dict()}, indent=None, durable=False)
         return 0
     if ready_fd is not None:
         with contextlib.suppress(OSError):
@@ -279,5 +279,5 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     from hpubench.run.detect import detect
 
     payload.update(inventory=detect().to_dict(), workloads=catalog, **workload_facts())
-    write_json_atomic(out, payload, indent=None)
+    write_json_atomic(out, payload, indent=None, durable=False)
     return 0

@@ -105,7 +105,7 @@ def _record_main(spec: LaunchSpec) -> int:
         note_failure(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), rank, note)
         raise RankFailed(f"rank {rank}: {result.reason}")
     if local_rank == 0:
-        write_json_atomic(spec.path(RESULT_FILE), {"result": result.to_dict()}, indent=None)
+        write_json_atomic(spec.path(RESULT_FILE), {"result": result.to_dict()}, indent=None, durable=False)
     _status(spec, rank, "done", status=result.status)
     return 0
 
