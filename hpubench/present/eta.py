@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hpubench.present import numfmt
 from hpubench.run.stepfeed import PHASE_MEASURED, PHASE_WARMUP, FeedState
 
 RECENT_STEPS = 20  # "current" throughput: over the last this many measured steps
@@ -102,7 +103,7 @@ def describe(progress: StepProgress, run_left: float | None = None) -> str:
         head = f"setting up ({format_duration(p.elapsed_s)})"
     parts = [head]
     if p.samples_per_s is not None:
-        parts.append(f"{p.samples_per_s:,.0f} samples/s")
+        parts.append(f"{numfmt.count(p.samples_per_s)} samples/s")
     if p.cell_left_s is not None:
         parts.append(f"cell ~{format_duration(p.cell_left_s)} left")
     if run_left is not None:

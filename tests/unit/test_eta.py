@@ -112,3 +112,12 @@ def test_under_a_budget_the_run_left_never_passes_the_budgets_end() -> None:
     assert est.left_s(1, running=True, cell_elapsed_s=0.0, now=500.0) == pytest.approx(200.0)  # estimate
     assert est.left_s(2, running=False, now=1200.0) == 0.0
     assert RunEstimate([100.0]).left_s(1, running=True, now=1e9) == pytest.approx(100.0)  # no deadline
+
+
+@pytest.mark.parametrize(("rate", "shown"), [(0.0987, "0.0987"), (81234.0, "81.2k"), (812.4, "812")])
+def test_the_live_rate_keeps_three_significant_digits_so_a_slow_cell_never_reads_zero(
+    rate: float, shown: str
+) -> None:
+    # gpt standard on 2 CPU ranks ran at 0.1 samples/s and the live line said "0 samples/s"
+    p = StepProgress("measured", 1, 2, rate, None, 10.0)
+    assert describe(p) == f"step 1/2, {shown} samples/s"
