@@ -98,6 +98,7 @@ from hpubench.analysis.compare import (
     check_same_workload,
     check_schema,
 )
+from hpubench.analysis.correction import CORRECTIONS, adjust_pvalues
 from hpubench.analysis.estimator import (
     INSUFFICIENT_ADVICE,
     TESTS,
@@ -106,7 +107,8 @@ from hpubench.analysis.estimator import (
     estimate_change,
     estimator_name,
 )
-from hpubench.analysis.stats import CORRECTIONS, LOCATIONS, adjust_pvalues, smallest_permutation_pvalue
+from hpubench.analysis.locations import LOCATIONS
+from hpubench.analysis.ratiotests import smallest_permutation_pvalue
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 from hpubench.store.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
