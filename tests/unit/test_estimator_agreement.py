@@ -21,7 +21,7 @@ from hpubench.analysis.gate import (
     GateSettings,
     gate,
 )
-from hpubench.analysis.pricing import Tables
+from hpubench.analysis.prices import Tables
 from hpubench.plan.cell import Cell
 
 CELL = Cell("mlp")
