@@ -49,6 +49,7 @@ def uses_tf32(result: CellResult) -> bool:
 
 
 def device_name(result: CellResult) -> str:
+    """The recorded device name, or an empty string where the record has none."""
     name = result.runtime.device_name
     return name if isinstance(name, str) else ""
 
