@@ -2,7 +2,8 @@
 verdicts (per metric, per cell, for the whole gate) that every output of ``hpubench gate`` renders.
 
 Separate from the logic that reaches them (:mod:`hpubench.analysis.gate` and its helpers), so a renderer
-imports the records without the statistics. Pure.
+(``hpubench.present.gate_report``, ``reports.history``) depends on the records, not on how they are
+made. Pure.
 """
 
 from __future__ import annotations
