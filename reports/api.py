@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpubench.analysis.compare import COMPARE_STATISTIC, Comparison, compare
-from hpubench.analysis.pricing import Tables, check_price, load_tables
-from hpubench.analysis.stats import LOCATIONS
+from hpubench.analysis.locations import LOCATIONS
+from hpubench.analysis.pricefile import load_tables
+from hpubench.analysis.prices import Tables, check_price
 from hpubench.errors import UsageError
 from hpubench.present.outfile import check_suffix, check_target, write_output
 from reports.build import compare_html, report_html

@@ -24,7 +24,7 @@ import pandas as pd
 import hpubench
 from hpubench.analysis import stats
 from hpubench.analysis.compare import Comparison
-from hpubench.analysis.pricing import Tables
+from hpubench.analysis.prices import Tables
 from reports import charts, fmt, observed
 from reports.celltable import cell_table
 from reports.frames import Headline, headlines, measured, scaling_frame

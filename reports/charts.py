@@ -20,7 +20,7 @@ from plotly.colors import qualitative
 from plotly.utils import PlotlyJSONEncoder
 
 from hpubench.analysis.compare import CellRuns, Comparison
-from hpubench.analysis.pricing import pareto_front
+from hpubench.analysis.pareto import pareto_front
 from reports import fmt
 from reports.frames import config_label, measured, varying_columns
 

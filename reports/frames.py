@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from hpubench.analysis.pricing import Tables
+from hpubench.analysis.prices import Tables
 from hpubench.analysis.quality import assess_repeats
 from hpubench.analysis.ranking import Contender, Decision, decide
 from hpubench.analysis.scaling import scaling_efficiencies

@@ -19,7 +19,7 @@ import jinja2
 import plotly.graph_objects as go
 
 import hpubench
-from hpubench.analysis import gate
+from hpubench.analysis import gateoutcomes
 from hpubench.analysis.history import CellHistory, History
 from reports.charts import FONT, Chart, script_safe_json, t
 
@@ -27,10 +27,10 @@ CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
 )
 COLORS = {
-    gate.REGRESSION: "#b2182b",
-    gate.IMPROVEMENT: "#1b7837",
-    gate.FAILED: "#6a1b9a",
-    gate.NOISY: "#e0a43a",
+    gateoutcomes.REGRESSION: "#b2182b",
+    gateoutcomes.IMPROVEMENT: "#1b7837",
+    gateoutcomes.FAILED: "#6a1b9a",
+    gateoutcomes.NOISY: "#e0a43a",
 }
 NEUTRAL = "#5b6475"
 CHART_HEIGHT = 300
@@ -123,8 +123,8 @@ def _rows(h: History) -> list[dict[str, Any]]:
                     "newer": h.points[i + 1].label,
                     "outcome": step.outcome,
                     "cls": "bad"
-                    if step.fails or step.outcome == gate.REGRESSION
-                    else ("good" if step.outcome == gate.IMPROVEMENT else ""),
+                    if step.fails or step.outcome == gateoutcomes.REGRESSION
+                    else ("good" if step.outcome == gateoutcomes.IMPROVEMENT else ""),
                     "change": "" if step.change is None else f"{step.change * 100:+.1f}%",
                     "change_v": "" if step.change is None else f"{step.change:.6g}",
                     "reason": step.reason,
@@ -151,10 +151,10 @@ def history_html(h: History) -> str:
                 f"alpha {s.alpha:g} ({s.correction}), test {s.test}"
             ),
             colors=[
-                ("regression", COLORS[gate.REGRESSION]),
-                ("improvement", COLORS[gate.IMPROVEMENT]),
-                ("failed", COLORS[gate.FAILED]),
-                ("noisy", COLORS[gate.NOISY]),
+                ("regression", COLORS[gateoutcomes.REGRESSION]),
+                ("improvement", COLORS[gateoutcomes.IMPROVEMENT]),
+                ("failed", COLORS[gateoutcomes.FAILED]),
+                ("noisy", COLORS[gateoutcomes.NOISY]),
                 ("other", NEUTRAL),
             ],
             css=_static("report.css"),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.analysis.compare import CellRuns, group_runs
-from hpubench.analysis.pricing import device_name
+from hpubench.analysis.economics import device_name
 from hpubench.store.record import CellResult
 from hpubench.store.results import CELLS_FILE, ResultStore, load_results
 

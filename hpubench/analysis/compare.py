@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from hpubench.analysis.economics import CellEconomics, economics
 from hpubench.analysis.estimator import Change, estimate_change, estimator_name, geomean_change
-from hpubench.analysis.pricing import CellEconomics, Tables, economics
+from hpubench.analysis.prices import Tables
 from hpubench.analysis.stats import DEFAULT_CONFIDENCE, Estimate, bootstrap_repeats_throughput
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell

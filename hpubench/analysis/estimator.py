@@ -37,20 +37,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpubench.analysis.stats import (
-    DEFAULT_CONFIDENCE,
-    LogLocation,
+from hpubench.analysis.locations import LogLocation, combine_runs, run_location, run_value
+from hpubench.analysis.ratiotests import (
     LogRatioTest,
-    combine_runs,
     fast_half_mean,
     permutation_shift_test,
-    run_location,
-    run_value,
     smallest_permutation_pvalue,
-    student_t_ppf,
-    student_t_sf,
     welch_log_ratio,
 )
+from hpubench.analysis.stats import DEFAULT_CONFIDENCE
+from hpubench.analysis.studentt import student_t_ppf, student_t_sf
 
 EVIDENCE_RUNS = "runs"
 EVIDENCE_MODELLED = "modelled"

@@ -24,7 +24,8 @@ from itertools import pairwise
 from typing import Any
 
 from hpubench.analysis.compare import group_runs
-from hpubench.analysis.gate import IMPROVEMENT, REGRESSION, GateSettings, gate
+from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gateoutcomes import IMPROVEMENT, REGRESSION
 from hpubench.analysis.runspread import stored_spreads
 from hpubench.errors import UsageError
 from hpubench.store.record import CellResult

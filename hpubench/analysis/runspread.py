@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from hpubench.analysis.compare import UNCOMPARABLE_QUALITIES, group_runs
 from hpubench.analysis.estimator import MIN_SPREAD_RUNS, RunSpread, run_to_run_spread
-from hpubench.analysis.stats import LOCATIONS
+from hpubench.analysis.locations import LOCATIONS
 from hpubench.store.record import CellResult
 
 

@@ -7,7 +7,7 @@ answers None (go on) or the reason, which the record keeps as ``runtime["steps_s
 The auto rule measures in rounds of growing size, as pytest-benchmark and asv do: the interval is
 computed at round ends only (``min_steps``, then 25% more steps each round), so its cost stays a few
 milliseconds per round and the total work is linear in the steps measured. The interval it uses is the
-cheap one, a Student-t interval on batch means (``stats.run_location``: contiguous batches long enough
+cheap one, a Student-t interval on batch means (``locations.run_location``: contiguous batches long enough
 to absorb the steps' autocorrelation), not the record's percentile bootstrap (``stats.throughput``, 2000
 resamples, too slow to run every round). Both describe the same mean step time; the bootstrap treats
 steps as independent and so reads narrower on a drifting machine, which makes the batch-means rule the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from hpubench.analysis import stats
+from hpubench.analysis import locations, stats, studentt
 from hpubench.measure.autosteps import AutoSteps
 
 # A stop condition: (measured step times so far, seconds since the measured phase began) -> reason or None.
@@ -49,16 +49,16 @@ def fixed_steps(n: int) -> StopCondition:
 def half_width(step_times_s: Sequence[float], confidence: float = CONFIDENCE) -> float:
     """Relative half-width of the throughput interval: t quantile x batch-means standard error.
 
-    The standard error is of the log mean step time (``stats.run_location``), so it is relative, and the
+    The standard error is of the log mean step time (``locations.run_location``), so it is relative, and the
     throughput (work over total time) has the same relative error as the mean step time. Infinite when
     there are too few steps for an interval.
     """
     if len(step_times_s) < MIN_STEPS_FOR_INTERVAL:
         return math.inf
-    loc = stats.run_location(step_times_s, "mean")
+    loc = locations.run_location(step_times_s, "mean")
     if loc.df < 1:
         return math.inf
-    return stats.student_t_ppf(0.5 + confidence / 2, loc.df) * loc.se
+    return studentt.student_t_ppf(0.5 + confidence / 2, loc.df) * loc.se
 
 
 def next_check(n: int, rule: AutoSteps) -> int:

@@ -363,8 +363,8 @@ def strategy_refuses_precision(cell: Any, _inventory: Inventory | None = None) -
 
 
 def accelerator_refuses(cell: Any, inventory: Inventory) -> str | None:
-    # Imported here, not at module top: the registry imports every accelerator module, and parsing a
-    # command line or a matrix file must not need them.
+    # deferred: an import cycle, not a cost: hpubench.core.accelerators imports hpubench.plan.cell, which
+    # imports this module (through plan.dimensions), so the registry cannot be imported at module top.
     from hpubench.core import accelerators
 
     return accelerators.get(cell.accelerator).skip_reason(cell, inventory.device_name(cell.accelerator))

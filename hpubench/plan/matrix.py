@@ -69,6 +69,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from hpubench.core import accelerators
 from hpubench.errors import UsageError
 from hpubench.measure.autosteps import AUTO, KNOBS
 from hpubench.plan import dimensions
@@ -353,10 +354,6 @@ def spec_from_options(
 
 
 def _known_accelerators() -> list[str]:
-    # Imported here, not at module top: the registry imports every accelerator module, and listing
-    # presets or reading a matrix file should not need them.
-    from hpubench.core import accelerators
-
     return accelerators.names()
 
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hpubench.analysis.benchmarkstats import pytest_benchmark_stats
 from hpubench.analysis.compare import group_runs
-from hpubench.analysis.stats import pytest_benchmark_stats
 from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.present.outfile import write_output

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from hpubench.analysis.gate import (
+from hpubench.analysis.gateoutcomes import (
     FAILED,
     FIXED,
     IMPROVEMENT,

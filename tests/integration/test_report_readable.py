@@ -143,7 +143,7 @@ def test_unpriced_cpu_run_shows_not_applicable_in_its_cells_and_no_banner(cpu_re
 
 
 def test_price_table_cites_sources_in_the_repository(hw_report):
-    # The defaults are hpubench's own table (hpubench/analysis/pricing.py), each entry with its source;
+    # The defaults are hpubench's own table (hpubench/analysis/prices.py), each entry with its source;
     # nothing points at a file a user's clone does not have.
     assert "shared/hardware.md" not in hw_report
-    assert "hpubench/analysis/pricing.py" in _visible_text(hw_report)
+    assert "hpubench/analysis/prices.py" in _visible_text(hw_report)

@@ -6,7 +6,7 @@ import pytest
 from reportdata import fake_result
 
 from hpubench.analysis.compare import compare, group_runs
-from hpubench.analysis.pricing import Tables
+from hpubench.analysis.prices import Tables
 from hpubench.errors import UsageError
 from hpubench.store.record import SCHEMA_VERSION
 

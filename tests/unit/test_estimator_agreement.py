@@ -11,17 +11,16 @@ from gatedata import drifting_side, make_result, make_side
 
 from hpubench.analysis.compare import compare
 from hpubench.analysis.estimator import estimate_change
-from hpubench.analysis.gate import (
+from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gateoutcomes import (
     IMPROVEMENT,
     INSUFFICIENT,
     NO_CHANGE,
     NOISY,
     NOT_COMPARABLE,
     REGRESSION,
-    GateSettings,
-    gate,
 )
-from hpubench.analysis.pricing import Tables
+from hpubench.analysis.prices import Tables
 from hpubench.plan.cell import Cell
 
 CELL = Cell("mlp")

@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpubench.analysis.estimator import RunSpread, estimate_change
-from hpubench.analysis.gate import (
+from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gateoutcomes import (
     FAILED,
     FIXED,
     IMPROVEMENT,
@@ -26,11 +27,8 @@ from hpubench.analysis.gate import (
     REGRESSION,
     SKIPPED,
     STILL_FAILING,
-    GateSettings,
-    gate,
-    permutation_test_can_decide,
-    runs_needed_for_permutation_test,
 )
+from hpubench.analysis.gaterules import permutation_test_can_decide, runs_needed_for_permutation_test
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell

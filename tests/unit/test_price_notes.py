@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hpubench.analysis.pricing import PRICES
+from hpubench.analysis.prices import PRICES
 
 
 @pytest.mark.parametrize("entry", PRICES, ids=lambda e: e.name)

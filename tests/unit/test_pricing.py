@@ -7,16 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reportdata import fake_result
 
+from hpubench.analysis.economics import economics
+from hpubench.analysis.pareto import pareto_front
 from hpubench.analysis.peaks import PEAKS, entry_for
-from hpubench.analysis.pricing import (
-    DEFAULT_ORIGIN,
-    PRICES,
-    Tables,
-    check_price,
-    economics,
-    load_tables,
-    pareto_front,
-)
+from hpubench.analysis.pricefile import load_tables
+from hpubench.analysis.prices import DEFAULT_ORIGIN, PRICES, Tables, check_price
 from hpubench.analysis.stats import Estimate
 from hpubench.errors import UsageError
 

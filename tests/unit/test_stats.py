@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hpubench.analysis import stats
 from hpubench.analysis.stats import describe, throughput
 
 # ---- describe ---------------------------------------------------------------------------------------
@@ -105,8 +106,6 @@ def test_ci_narrows_with_more_samples():
 
 
 def test_long_runs_are_chunked_without_changing_results(monkeypatch):
-    from hpubench.analysis import stats
-
     x = np.random.default_rng(0).lognormal(-3, 0.3, 300)
     whole = throughput(x, 8, n_boot=500)
     monkeypatch.setattr(stats, "_MAX_CHUNK_ELEMENTS", 300 * 7)  # 7 resamples per chunk
