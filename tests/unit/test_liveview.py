@@ -44,8 +44,8 @@ def test_without_a_terminal_a_running_cell_gets_a_line_at_most_every_interval() 
         _run_cell(view, clock, 2, ticks=9)  # shorter than the interval: no line
     lines = [x for x in out.getvalue().splitlines() if x.startswith("[")]
     assert lines == [
-        "[1/2] cell1: step 10/100, 50 samples/s, cell ~9 s left, run ~28 s left (estimate)",
-        "[1/2] cell1: step 20/100, 50 samples/s, cell ~8 s left, run ~36 s left (estimate)",
+        "[1/2] cell1: step 10/100, 50.0 samples/s, cell ~9 s left, run ~28 s left (estimate)",
+        "[1/2] cell1: step 20/100, 50.0 samples/s, cell ~8 s left, run ~36 s left (estimate)",
     ]
 
 
