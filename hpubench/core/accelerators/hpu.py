@@ -55,8 +55,7 @@ class HPUAccelerator(Accelerator):
 
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
-        self._lazy: bool | None = None
-        self._set_up = False
+        self._session = hpu_device.DeviceSession()
 
     # ---- rules: pure, no torch -------------------------------------------------------------------
     @classmethod
@@ -150,27 +149,16 @@ class HPUAccelerator(Accelerator):
 
     def setup(self) -> None:
         """Select the device and read the mode once: the step hooks must not ask the bridge every step."""
-        self._lazy = hpu_device.select_device(self.index)
-        self._set_up = True
+        self._session.setup(self.index)
 
     def release(self) -> None:
-        """Drain the device and run the bridge's exit-time cleanup (``hpu_device.release_device``).
+        """Drain the device and run the bridge's exit-time cleanup, which ``os._exit`` would skip.
 
         Contract C5: a card stays held until its process exits or releases it, and how soon the card
         is free after ``os._exit`` is not confirmed; back-to-back multi-card cells need it free at once.
-        Only for a device this object set up: a process that never used the device must not acquire it
-        just to give it back.
+        Only for a device this object set up (``hpu_device.DeviceSession``).
         """
-        if not self._set_up or not hpu_device.bridge_loaded():
-            return
-        self._set_up = False
-        hpu_device.release_device()
-
-    def _is_lazy(self) -> bool:
-        """Whether the bridge runs lazy, read once (at ``setup`` or the first ask) and kept."""
-        if self._lazy is None:
-            self._lazy = hpu_device.is_lazy()
-        return self._lazy
+        self._session.release()
 
     def synchronize(self) -> None:
         hpu_device.synchronize()
@@ -195,12 +183,10 @@ class HPUAccelerator(Accelerator):
 
     def after_backward(self) -> None:
         """Lazy mode only runs the accumulated graph at ``mark_step``: without it nothing executes."""
-        if self._is_lazy():
-            hpu_device.mark_step()
+        self._session.mark_step_if_lazy()
 
     def after_optimizer_step(self) -> None:
-        if self._is_lazy():
-            hpu_device.mark_step()
+        self._session.mark_step_if_lazy()
 
     def compile_backend(self) -> str:
         return "hpu_backend"
@@ -234,7 +220,7 @@ class HPUAccelerator(Accelerator):
         releases, so the environment alone does not say which mode ran)."""
         flags = {k: v for k, v in os.environ.items() if k.startswith(ENV_FLAG_PREFIXES)}
         try:
-            flags["lazy_mode_in_force"] = str(self._is_lazy())
+            flags["lazy_mode_in_force"] = str(self._session.is_lazy())
         except ImportError:
             flags["lazy_mode_in_force"] = "unknown"
         return flags

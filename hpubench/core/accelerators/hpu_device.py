@@ -1,7 +1,8 @@
 """The Gaudi bridge at run time: loading ``habana_frameworks`` and reading the device through it.
 
 Detection, device selection, lazy vs eager mode read back from the bridge (C6), ``mark_step``, memory
-statistics, release (C5), the hccl and profiler registrations and the versions. ``HPUAccelerator``'s
+statistics, release (C5), the hccl and profiler registrations and the versions; ``DeviceSession`` holds
+what one process knows of its device (set up here or not, the mode read once). ``HPUAccelerator``'s
 hooks call here; kept apart from ``hpu.py`` so the hook surface stays one short class.
 
 Every ``habana_frameworks`` import here is deferred to the call: the package is optional, and the bridge
@@ -136,6 +137,40 @@ def release_device() -> None:
             cleanup = getattr(importlib.import_module(module), name, None)
         if cleanup is not None:
             cleanup()
+
+
+class DeviceSession:
+    """This process's use of its Gaudi device: whether it set the device up here, and the mode read once.
+
+    The step hooks ask ``is_lazy`` every step; the bridge is asked once (at ``setup`` or the first ask).
+    """
+
+    def __init__(self) -> None:
+        self.lazy: bool | None = None
+        self.set_up = False
+
+    def setup(self, index: int) -> None:
+        """Select the device and read the mode once: the step hooks must not ask the bridge every step."""
+        self.lazy = select_device(index)
+        self.set_up = True
+
+    def is_lazy(self) -> bool:
+        if self.lazy is None:
+            self.lazy = is_lazy()
+        return self.lazy
+
+    def mark_step_if_lazy(self) -> None:
+        """Lazy mode only runs the accumulated graph at ``mark_step``: without it nothing executes."""
+        if self.is_lazy():
+            mark_step()
+
+    def release(self) -> None:
+        """``release_device``, only for a device this session set up: a process that never used the
+        device must not acquire it just to give it back."""
+        if not self.set_up or not bridge_loaded():
+            return
+        self.set_up = False
+        release_device()
 
 
 # ---- memory --------------------------------------------------------------------------------------------
