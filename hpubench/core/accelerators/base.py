@@ -1,7 +1,8 @@
 """The accelerator interface: everything device-specific lives behind it.
 
-Two halves. The *rules* (``skip_reason``, ``env_before_import``) are pure class methods with no torch
-import, so matrix expansion can ask them on a machine without the device. The *runtime* half imports
+Two halves. The *rules* (``skip_reason``, ``env_before_import``: ``base_rules.AcceleratorRules``) are pure
+class methods with no torch import, so matrix expansion can ask them on a machine without the device.
+The *runtime* half (here) imports
 torch lazily inside methods: importing an accelerator module must stay cheap and must never initialise a
 device (a pre-warmed parent forks workers, and CUDA does not survive a fork once initialised).
 """
@@ -10,15 +11,16 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
+from hpubench.core.accelerators.base_rules import AcceleratorRules
 from hpubench.core.memory import MemoryStats
+from hpubench.errors import CellSkipped
 from hpubench.measure.compilecount import CompileCounter, DynamoCounter
 from hpubench.measure.conditions import plan_threads
 from hpubench.measure.telemetry.base import TelemetrySource, TelemetryUnavailable
-from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch
@@ -30,63 +32,12 @@ StepFn = Callable[[tuple["torch.Tensor", ...]], "torch.Tensor"]
 _MADE: list[Accelerator] = []
 
 
-class Accelerator(ABC):
-    name: ClassVar[str]
-    dist_backend: ClassVar[str]  # torch.distributed backend for this device kind
-    autocast_device_type: ClassVar[str]
-    auto_priority: ClassVar[int]  # "auto" picks the available accelerator with the highest priority
-    graph_capture_name: ClassVar[str | None] = None  # "HPU graphs", "CUDA graphs"; None: not available
-    # Host batches (--loader host) in page-locked memory, where that makes the copy to the device faster.
-    pin_host_batches: ClassVar[bool] = False
+class Accelerator(AcceleratorRules, ABC):
+    """Every device-specific hook: the rules (``AcceleratorRules``), detection, doctor and the runtime."""
 
     def __init__(self, index: int = 0) -> None:
         self.index = index
         _MADE.append(self)
-
-    # ---- rules: pure, no torch -------------------------------------------------------------------
-    @classmethod
-    def skip_reason(cls, cell: Cell, device_name: str) -> str | None:
-        """Why ``cell`` cannot run on this accelerator kind (``device_name`` picks the generation)."""
-        if cell.mode == "lazy":
-            return f"lazy mode exists only on HPU, not on {cls.name}"
-        if cell.graphs and cls.graph_capture_name is None:
-            return f"graph capture is not available on {cls.name}"
-        if cell.precision == "fp8":
-            return (
-                f"no supported fp8 training path on {cls.name} "
-                "(fp8 runs on HPU Gaudi2+ via transformer_engine)"
-            )
-        return None
-
-    @classmethod
-    def env_before_import(cls, cell: Cell) -> dict[str, str]:
-        """Environment a worker must have *before* importing the device's framework for this cell."""
-        return {}
-
-    @classmethod
-    def check_environment(cls, environ: Mapping[str, str]) -> None:
-        """Refuse (``UsageError``, one line) environment settings of this device kind that cannot work,
-        before any worker starts: a bad value would otherwise fail inside every cell."""
-
-    @classmethod
-    def fork_server_env(cls) -> dict[str, str]:
-        """Environment of every pre-warmed fork server (``hpubench.run.zygote``), whatever cell it serves.
-
-        A server imports torch and forks a child per cell; what torch loads with it, every child
-        inherits. A device framework that torch loads at ``import torch`` is turned off here, so each
-        child loads it itself. The variables reach every worker process (forked, spawned, ranks).
-        """
-        return {}
-
-    @classmethod
-    def rank_device_index(cls, cell: Cell, local_rank: int) -> int:
-        """The device index one rank's process uses: one device per local rank, the cell's ids if named."""
-        return cell.device_ids[local_rank] if cell.device_ids else local_rank
-
-    @classmethod
-    def rank_env(cls, cell: Cell, local_rank: int, environ: Mapping[str, str]) -> dict[str, str]:
-        """Environment one rank's process needs before it imports the device framework (device choice)."""
-        return {}
 
     # ---- detection -------------------------------------------------------------------------------
     @classmethod
@@ -105,20 +56,7 @@ class Accelerator(ABC):
     def doctor_facts(cls) -> DeviceFacts:
         """What ``hpubench doctor`` reports about this kind of device, read in doctor's child process
         (it imports the framework). Never raises: a broken framework is a fact too."""
-        try:
-            count = cls.device_count() if cls.is_available() else 0
-        except Exception as exc:
-            return DeviceFacts(
-                cls.name, False, absent_reason=f"detection failed: {type(exc).__name__}: {exc}"
-            )
-        if count == 0:
-            return DeviceFacts(cls.name, False, absent_reason="not available")
-        dev = cls(0)
-        try:
-            versions = dev.software_versions()
-        except Exception as exc:
-            versions = {"error": f"{type(exc).__name__}: {exc}"}
-        return DeviceFacts(cls.name, True, count=count, names=(dev.device_name(),) * count, versions=versions)
+        return detected_facts(cls)
 
     @classmethod
     def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
@@ -157,7 +95,7 @@ class Accelerator(ABC):
         rank, the cores divided among several (each taking all of them measures contention, not
         scaling); a user's OMP_NUM_THREADS wins. CPU cells choose among policies (``cpu.py``).
         """
-        # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
+        # deferred: the probe imports torch, and accelerator modules must stay torch-free at import.
         from hpubench.measure.conditions_probe import affinity, apply_plan
 
         return apply_plan(plan_threads("all", affinity(), local_world_size, local_rank, os.environ))
@@ -219,14 +157,10 @@ class Accelerator(ABC):
         sample_batch: tuple[torch.Tensor, ...],
     ) -> StepFn:
         """A training step with graph capture applied (HPU graphs / CUDA graphs)."""
-        from hpubench.errors import CellSkipped
-
         raise CellSkipped(f"graph capture is not available on {self.name}")
 
     def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
         """Model converted for fp8 training and a factory of the fp8 autocast context."""
-        from hpubench.errors import CellSkipped
-
         raise CellSkipped(f"no supported fp8 training path on {self.name}")
 
     def optimizer_capturable(self, graphs: bool) -> bool:
@@ -243,7 +177,7 @@ class Accelerator(ABC):
 
     def profiler_activities(self) -> tuple[list[Any], list[str]]:
         """torch.profiler activities for this device and notes on what cannot be traced."""
-        from torch.profiler import ProfilerActivity  # deferred: runtime half (module docstring)
+        from torch.profiler import ProfilerActivity  # deferred: torch-free at import (module docstring)
 
         return [ProfilerActivity.CPU], []
 
@@ -261,6 +195,24 @@ class Accelerator(ABC):
     def env_flags(self) -> dict[str, str]:
         """Environment flags that change this device's behaviour, recorded with every result."""
         return {}
+
+
+def detected_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
+    """The shared ``doctor_facts``: count, names and versions of ``acc_cls``'s devices; never raises."""
+    try:
+        count = acc_cls.device_count() if acc_cls.is_available() else 0
+    except Exception as exc:
+        return DeviceFacts(
+            acc_cls.name, False, absent_reason=f"detection failed: {type(exc).__name__}: {exc}"
+        )
+    if count == 0:
+        return DeviceFacts(acc_cls.name, False, absent_reason="not available")
+    dev = acc_cls(0)
+    try:
+        versions = dev.software_versions()
+    except Exception as exc:
+        versions = {"error": f"{type(exc).__name__}: {exc}"}
+    return DeviceFacts(acc_cls.name, True, count=count, names=(dev.device_name(),) * count, versions=versions)
 
 
 def release_all() -> list[str]:

@@ -7,6 +7,8 @@ import platform
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.accelerators.registry import register
 from hpubench.core.memory import MemoryStats
@@ -86,8 +88,6 @@ class CPUAccelerator(Accelerator):
         return cpu_model_name()
 
     def memory_available(self) -> tuple[int, bool] | None:
-        import psutil
-
         return int(psutil.virtual_memory().available), True
 
     @classmethod
@@ -98,7 +98,7 @@ class CPUAccelerator(Accelerator):
         return RAPLSource()
 
     def torch_device(self) -> torch.device:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.device("cpu")
 
@@ -111,15 +111,13 @@ class CPUAccelerator(Accelerator):
 
         The worker runs in a process made for the cell, so the threads and affinity set are not restored.
         """
-        # Deferred: the probe imports torch, and accelerator modules must stay cheap to import.
+        # deferred: the probe imports torch, and accelerator modules must stay torch-free at import.
         from hpubench.measure.conditions_probe import affinity, apply_plan
 
         policy = thread_policy(os.environ)  # ValueError naming the variable: the cell fails with it
         return apply_plan(plan_threads(policy, affinity(), local_world_size, local_rank, os.environ))
 
     def memory_stats(self) -> MemoryStats:
-        import psutil
-
         rss = psutil.Process().memory_info().rss
         hwm_kib = _proc_status_kib("VmHWM")
         raw: dict[str, Any] = {"rss_bytes": rss}
@@ -142,17 +140,17 @@ class CPUAccelerator(Accelerator):
             pass
 
     def grad_scaler(self) -> Any | None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.amp.GradScaler("cpu")
 
     def software_versions(self) -> dict[str, str]:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return {"torch": torch.__version__, "mkldnn": str(torch.backends.mkldnn.is_available())}
 
     def env_flags(self) -> dict[str, str]:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         flags = {k: v for k, v in os.environ.items() if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
         flags["torch_num_threads"] = str(torch.get_num_threads())

@@ -1,13 +1,18 @@
-"""CUDA accelerator: torch.cuda, nccl, CUDA graphs for whole training steps."""
+"""CUDA accelerator: torch.cuda, nccl, CUDA graphs for whole training steps.
+
+The hook surface; the doctor's checks are in ``cuda_doctor`` and the graph capture in ``cuda_graphs``.
+torch is imported inside each hook, never at module level: the accelerator modules stay torch-free at
+import (``base.py``), and CUDA must not be initialised before a pre-warmed parent forks its workers.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
+from hpubench.analysis.doctor import DeviceFacts, Finding
+from hpubench.core.accelerators import cuda_doctor, cuda_graphs
 from hpubench.core.accelerators.base import Accelerator, StepFn
 from hpubench.core.accelerators.registry import register
 from hpubench.core.memory import MemoryStats
@@ -19,9 +24,6 @@ from hpubench.plan.cell import Cell
 
 if TYPE_CHECKING:
     import torch
-
-_CAPTURE_WARMUP_STEPS = 3
-NVML_LIB = "NVML (pynvml)"
 
 
 @register
@@ -50,74 +52,32 @@ class CUDAAccelerator(Accelerator):
 
     @classmethod
     def is_available(cls) -> bool:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.cuda.is_available()
 
     @classmethod
     def device_count(cls) -> int:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.cuda.device_count()
 
     def device_name(self) -> str:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.cuda.get_device_name(self.index)
 
     @classmethod
     def doctor_facts(cls) -> DeviceFacts:
-        """Every GPU's name and free memory, and whether nccl and NVML load (doctor's child: this
-        initialises CUDA, which the throw-away process may do)."""
-        import torch
-
-        if not torch.cuda.is_available():
-            return DeviceFacts(cls.name, False, absent_reason="torch.cuda.is_available() is False")
-        base = super().doctor_facts()
-        names, memory, unavailable = [], [], []
-        for i in range(base.count):
-            names.append(torch.cuda.get_device_name(i))
-            try:
-                free, total = torch.cuda.mem_get_info(i)
-                memory.append((f"cuda:{i}", int(free), int(total)))
-            except Exception as exc:  # a GPU in exclusive mode held by another process fails here
-                unavailable.append((f"cuda:{i}", f"{type(exc).__name__}: {exc}"))
-        libraries: dict[str, str | None] = {
-            "nccl": None if torch.distributed.is_nccl_available() else "torch was built without nccl"
-        }
-        missing: tuple[str, ...] = ()
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            pynvml.nvmlShutdown()
-            libraries[NVML_LIB] = None
-        except ImportError as exc:  # optional (hpubench[nvml]): telemetry is then absent
-            libraries[NVML_LIB], missing = f"{type(exc).__name__}: {exc}", (NVML_LIB,)
-        except Exception as exc:  # NVMLError: installed, but the driver's library does not answer
-            libraries[NVML_LIB] = f"{type(exc).__name__}: {exc}"
-        return replace(
-            base,
-            names=tuple(names),
-            memory=tuple(memory),
-            unavailable=tuple(unavailable),
-            libraries=libraries,
-            optional_missing=missing,
-        )
+        """Every GPU's name and free memory, and whether nccl and NVML load (``cuda_doctor``)."""
+        return cuda_doctor.collect_facts(cls)
 
     @classmethod
     def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
-        return device_findings(
-            facts,
-            {
-                "nccl": "install a torch build with nccl: multi-GPU cells need it",
-                NVML_LIB: "pip install nvidia-ml-py (and check the NVIDIA driver): without NVML no power or "
-                "energy is recorded",
-            },
-        )
+        return cuda_doctor.findings(facts)
 
     def memory_available(self) -> tuple[int, bool] | None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return int(torch.cuda.get_device_properties(self.index).total_memory), False
 
@@ -131,27 +91,27 @@ class CUDAAccelerator(Accelerator):
         return [self.index]  # nccl: one device per process, named so DDP and barrier never guess
 
     def profiler_activities(self) -> tuple[list[Any], list[str]]:
-        from torch.profiler import ProfilerActivity  # deferred: runtime half
+        from torch.profiler import ProfilerActivity  # deferred: torch-free at import (base.py)
 
         return [ProfilerActivity.CPU, ProfilerActivity.CUDA], []
 
     def torch_device(self) -> torch.device:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.device("cuda", self.index)
 
     def setup(self) -> None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         torch.cuda.set_device(self.index)
 
     def synchronize(self) -> None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         torch.cuda.synchronize(self.index)
 
     def memory_stats(self) -> MemoryStats:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         raw = torch.cuda.memory_stats(self.index)
         _free, total = torch.cuda.mem_get_info(self.index)
@@ -166,24 +126,24 @@ class CUDAAccelerator(Accelerator):
         )
 
     def reset_peak_memory_stats(self) -> None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         torch.cuda.reset_peak_memory_stats(self.index)
 
     def grad_scaler(self) -> Any | None:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return torch.amp.GradScaler("cuda")
 
     def check_precision(self, precision: str) -> None:
         """bf16 needs compute capability 8.0+; only the live device can tell."""
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         if "bf16" in precision and not torch.cuda.is_bf16_supported():
             raise CellSkipped(f"{self.device_name()} does not support bfloat16")
 
     def matmul_tf32(self) -> bool:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
@@ -201,36 +161,11 @@ class CUDAAccelerator(Accelerator):
         model: torch.nn.Module,
         sample_batch: tuple[torch.Tensor, ...],
     ) -> StepFn:
-        """Whole-step capture (forward, backward, optimizer step) replayed on static input buffers.
-
-        Follows PyTorch's documented recipe: warm up on a side stream, capture once, then each step
-        copies the new batch into the static inputs and replays. The optimizer must be capturable.
-        """
-        import torch
-
-        step = make_step(model)
-        static = tuple(t.clone() for t in sample_batch)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(_CAPTURE_WARMUP_STEPS):
-                step(static)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_loss = step(static)
-        self._captures.add()
-
-        def replay(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-            for dst, src in zip(static, batch, strict=True):
-                dst.copy_(src, non_blocking=True)
-            graph.replay()
-            return static_loss
-
-        return replay
+        """Whole-step capture replayed on static input buffers (``cuda_graphs``)."""
+        return cuda_graphs.captured_step(make_step, model, sample_batch, self._captures)
 
     def software_versions(self) -> dict[str, str]:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         return {
             "torch": torch.__version__,
@@ -240,7 +175,7 @@ class CUDAAccelerator(Accelerator):
         }
 
     def env_flags(self) -> dict[str, str]:
-        import torch
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         flags = {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "NCCL_", "PYTORCH_CUDA"))}
         flags["allow_tf32_matmul"] = str(torch.backends.cuda.matmul.allow_tf32)

@@ -1,6 +1,6 @@
 """What ``hpubench doctor`` checks on Gaudi: the facts (gathered in doctor's child) and the rules (pure).
 
-Kept out of ``hpu.py`` (already long); ``HPUAccelerator.doctor_facts`` / ``doctor_findings`` call here.
+Kept out of ``hpu.py`` (the hook surface); ``HPUAccelerator.doctor_facts`` / ``doctor_findings`` call here.
 This module imports neither torch nor habana at module level and does not import ``hpu.py`` (which
 imports it). Facts from ``shared/hpu-api.md`` carry their ids: C2 autoload, C4 visible modules,
 C5 one process per card, C6 the lazy-mode variable, C10 HLML handles, C11 hccl.
@@ -21,12 +21,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, device_findings
+from hpubench.core.accelerators import hpu_device
 from hpubench.core.accelerators.base import Accelerator
+from hpubench.core.accelerators.hpu_rules import (
+    AUTOLOAD_ENV,
+    LAZY_MODE_ENV,
+    MODULE_ID_ENV,
+    VISIBLE_MODULES_ENV,
+)
 
-LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
-AUTOLOAD_ENV = "PT_HPU_AUTOLOAD"
-VISIBLE_ENV = "HABANA_VISIBLE_MODULES"
-MODULE_ID_ENV = "HLS_MODULE_ID"
+VISIBLE_ENV = VISIBLE_MODULES_ENV
 SECTION = "hpu"
 UNKNOWN = "unknown"
 
@@ -72,7 +76,7 @@ def _hlml_facts() -> dict[str, Any]:
     ``hlmlDeviceGetModuleID`` is the contract's *inferred* name: without it the ids are the indices, and
     the facts say so.
     """
-    import pyhlml
+    import pyhlml  # deferred: optional (hpubench[hlml]); its absence is a fact the doctor reports
 
     pyhlml.hlmlInit()
     try:
@@ -137,15 +141,12 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
         )
         return DeviceFacts(SECTION, False, absent_reason=str(reason), extra=extra)
     try:
-        import habana_frameworks.torch.distributed.hccl  # noqa: F401  (C11: registers the backend)
-
+        hpu_device.register_hccl()  # C11: registers the backend
         libraries[HCCL_LIB] = None
     except Exception as exc:
         libraries[HCCL_LIB] = _one_line(exc)
     try:
-        import habana_frameworks.torch.core as htcore
-
-        extra["lazy_in_force"] = bool(htcore.is_lazy())
+        extra["lazy_in_force"] = hpu_device.is_lazy()
     except Exception as exc:
         extra["lazy_in_force_error"] = _one_line(exc)
     dev = acc_cls(0)
@@ -160,9 +161,9 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
     unavailable: tuple[tuple[str, str], ...] = ()
     mine = f"module {environ[MODULE_ID_ENV]}" if MODULE_ID_ENV in environ else "the first free visible module"
     try:  # C5: acquiring a card another live process holds fails; a cell would fail the same way
-        import torch
-        from habana_frameworks.torch import hpu
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
+        hpu = hpu_device.hpu_api()
         torch.zeros(1, device=dev.torch_device()).add_(1)
         hpu.synchronize()
         if not memory and hasattr(hpu, "mem_get_info"):

@@ -1,6 +1,7 @@
-"""Gaudi's rules and settings that need no device: generations, precision refusals (C9), visible modules
-(C4), op-list variables. Pure: no torch, no bridge import, so the planner and the doctor can ask them on
-any machine; ``hpu.py`` (the runtime half) and ``hpu_doctor.py`` use them.
+"""Gaudi's rules and settings that need no device: generations, precision refusals (C9), the cells Gaudi
+refuses, visible modules and each rank's module (C4), the telemetry module id (C10), op-list variables.
+Pure: no torch, no bridge import, so the planner and the doctor can ask them on any machine; ``hpu.py``
+(the hook surface) and ``hpu_doctor.py`` use them.
 """
 
 from __future__ import annotations
@@ -8,8 +9,23 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from hpubench.analysis import peaks
 from hpubench.errors import UsageError
+from hpubench.plan.cell import Cell
 
+LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+AUTOLOAD_ENV = "PT_HPU_AUTOLOAD"
+# ``PT_HPU_AUTOLOAD=0`` in every fork server: its ``import torch`` must not load the bridge. From 1.19
+# ``import torch`` loads the bridge (contract C2), so without this every cell child (and the detection and
+# probe children) would be forked from a process with the bridge loaded. C3: a child forked after the
+# bridge initialised the device cannot use it, and whether a bridge that was only loaded survives a fork
+# is not confirmed. With autoload off the bridge is first imported in the forked child
+# (``torch_device``/``setup``/detection import it explicitly), so forking is safe under either reading and
+# cells keep the fork server's start-up (a fresh interpreter per HPU cell, spawn isolation, would pay
+# ``import torch`` and the bridge each time for no safety gained). Spawned workers and distributed ranks
+# get the variable too and import the bridge the same way, after their ``env_before_import`` /
+# ``rank_env`` variables are set. A user's ``PT_HPU_AUTOLOAD`` is overridden for hpubench's workers only.
+FORK_SERVER_ENV: Mapping[str, str] = {AUTOLOAD_ENV: "0"}
 LOWER_LIST_ENV = "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST"
 FP32_LIST_ENV = "PT_HPU_AUTOCAST_FP32_OPS_LIST"
 # The bridge's variable -> the spelling Lightning's docs use. The bridge's own spelling wins when a user
@@ -58,6 +74,49 @@ def precision_refusal(precision: str, device_name: str) -> str | None:
     return None
 
 
+def cell_refusal(cell: Cell, device_name: str) -> str | None:
+    """Combinations Gaudi cannot run; an unknown generation (``""``) is never refused on its grounds.
+
+    The base rules are not reused: they refuse lazy mode and fp8, which exist precisely on HPU. Refusing
+    on an unknown name would hide cells that may well run; the live device check (``check_precision``,
+    ``graphed_step``) still catches them in the worker.
+    """
+    first_gen = gaudi_generation(device_name) == 1
+    refused = precision_refusal(cell.precision, device_name)
+    if refused is not None:
+        return refused
+    if cell.graphs:
+        if cell.mode == "compile":
+            return (
+                "HPU graphs cannot be combined with torch.compile: HPU graphs for training need lazy "
+                "mode, torch.compile needs eager mode (PT_HPU_LAZY_MODE=0)"
+            )
+        if cell.mode != "lazy":
+            return (
+                f"HPU graphs for training (ModuleCacher) need lazy mode; mode {cell.mode} runs with "
+                "PT_HPU_LAZY_MODE=0, where the graph APIs do not exist"
+            )
+        if first_gen:
+            return (
+                f"HPU graphs for training are disabled on first-generation Gaudi ({device_name}), "
+                "as in Habana's Model-References"
+            )
+    return None
+
+
+def card_memory(accelerator: str, device_name: str) -> tuple[int, bool] | None:
+    """The card's HBM for its generation (C8: Gaudi 32 GiB, Gaudi2 96, Gaudi3 128), from the name.
+
+    Read at detection, which must not acquire a card (C5: the detection child would hold it while the
+    cells start); the usable ``memory_stats()["Limit"]`` is a little less, so only cells that could not
+    fit the whole card are skipped up front. None for a name the peak table does not know.
+    """
+    entry = peaks.entry_for(accelerator, device_name)
+    if entry is None or entry.memory_gb is None:
+        return None
+    return int(entry.memory_gb * 1024**3), False
+
+
 def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
     """The module ids ``HABANA_VISIBLE_MODULES`` lists, in order; empty when unset (every module)."""
     raw = environ.get(VISIBLE_MODULES_ENV, "").strip()
@@ -86,6 +145,32 @@ def module_for(device_index: int, environ: Mapping[str, str]) -> int:
             f"module(s) ({','.join(map(str, visible))}); use indices below {len(visible)} or widen the list"
         )
     return visible[device_index]
+
+
+def rank_module_env(cell: Cell, local_rank: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """``HLS_MODULE_ID`` picks this rank's module (contract C4).
+
+    The cell's device indices count the visible modules: with a user's ``HABANA_VISIBLE_MODULES`` (e.g.
+    ``4,5,6,7``) index i is the i-th listed module, and their list stays as it is. Without one, index i
+    is module i and the process is limited to the cell's modules.
+    """
+    indices = cell.device_ids if cell.device_ids else tuple(range(cell.devices))
+    if visible_modules(environ):
+        return {MODULE_ID_ENV: str(module_for(indices[local_rank], environ))}
+    return {
+        MODULE_ID_ENV: str(indices[local_rank]),
+        VISIBLE_MODULES_ENV: ",".join(str(m) for m in indices),
+    }
+
+
+def telemetry_module_id(device_index: int, environ: Mapping[str, str]) -> int:
+    """This process's module id, which HLML telemetry looks up (contract C10): the ``HLS_MODULE_ID``
+    hpubench gave the process, else the first visible module, else the device index."""
+    chosen = environ.get(MODULE_ID_ENV, "").strip()
+    if chosen.isdigit():
+        return int(chosen)
+    visible = visible_modules(environ)
+    return visible[0] if visible else device_index
 
 
 def op_list_env(environ: Mapping[str, str]) -> dict[str, str]:
