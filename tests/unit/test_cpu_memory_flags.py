@@ -1,5 +1,6 @@
-"""A CPU cell's peak memory is its peak RSS, which glibc's allocator settings move (fsdp vs ddp on gpt standard
-read a 0.43 GiB saving by default and 1.01 GiB with MALLOC_MMAP_THRESHOLD_=131072): records say which were set."""
+"""A CPU cell's peak memory is its peak RSS, which glibc's allocator settings move (fsdp vs ddp on gpt
+standard read a 0.43 GiB saving by default, 1.01 GiB with MALLOC_MMAP_THRESHOLD_=131072): records say which
+were set."""
 
 from __future__ import annotations
 
