@@ -88,6 +88,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def hpubench_launcher() -> Iterator[Launcher]:
     """One launcher (and its pre-warmed worker processes) for the whole test session."""
+    # deferred: this plugin loads in every pytest session; the launcher (numpy, psutil) only when asked
     from hpubench.run.launch import Launcher
 
     with Launcher() as launcher:
@@ -107,8 +108,9 @@ def hpubench_cell(
     Call it with a workload name and Cell fields (``hpubench_cell("gpt", precision="bf16-mixed")``) or
     with a Cell. A cell that fails fails the test with its reason; one that cannot run here is skipped.
     """
+    # deferred: this plugin loads in every pytest session; hpubench itself only when a test asks
     from hpubench.plan.cell import Cell, PlannedCell
-    from hpubench.store.results import ResultStore
+    from hpubench.store.results import ResultStore  # deferred: as above
 
     clock = request.node.stash.get(_CLOCK, None)
     if clock is None:  # asked for dynamically (getfixturevalue): collection could not set the timer

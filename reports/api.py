@@ -82,7 +82,7 @@ def _encode(df: pd.DataFrame, fmt: str) -> bytes:
     if fmt == "json":
         return (df.to_json(orient="records", indent=1, double_precision=15) + "\n").encode()
     try:
-        import pyarrow  # noqa: F401 - pandas writes parquet through it
+        import pyarrow  # noqa: F401 - deferred: optional; pandas writes parquet through it
     except ImportError:
         raise UsageError(
             "parquet export needs pyarrow; fix: pip install pyarrow (or use --format csv)"

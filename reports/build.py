@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import jinja2
@@ -25,15 +24,11 @@ import hpubench
 from hpubench.analysis import stats
 from hpubench.analysis.compare import Comparison
 from hpubench.analysis.prices import Tables
-from reports import charts, fmt, observed
+from reports import assets, charts, fmt, observed
 from reports.celltable import cell_table
 from reports.frames import Headline, headlines, measured, scaling_frame
 from reports.sources import ResultSet, is_test_double
 from reports.tables import Column, HtmlTable, TableCell, TableRow, number, text
-
-CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-)
 
 
 @cache
@@ -49,27 +44,15 @@ def _env() -> jinja2.Environment:
     return env
 
 
-@cache
-def _static(name: str) -> str:
-    return resources.files("reports").joinpath("static", name).read_text(encoding="utf-8")
-
-
-@cache
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
 def _render(template: str, **context: Any) -> str:
     return (
         _env()
         .get_template(template)
         .render(
-            css=_static("report.css"),
-            js=_static("report.js"),
-            plotly_js=_plotly_js(),
-            csp=CSP,
+            css=assets.static("report.css"),
+            js=assets.static("report.js"),
+            plotly_js=assets.plotly_js(),
+            csp=assets.CSP,
             generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             hpubench_version=hpubench.__version__,
             **context,

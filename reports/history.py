@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import jinja2
@@ -21,11 +20,9 @@ import plotly.graph_objects as go
 import hpubench
 from hpubench.analysis import gateoutcomes
 from hpubench.analysis.history import CellHistory, History
+from reports import assets
 from reports.charts import FONT, Chart, script_safe_json, t
 
-CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-)
 COLORS = {
     gateoutcomes.REGRESSION: "#b2182b",
     gateoutcomes.IMPROVEMENT: "#1b7837",
@@ -45,18 +42,6 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-
-
-@cache
-def _static(name: str) -> str:
-    return resources.files("reports").joinpath("static", name).read_text(encoding="utf-8")
-
-
-@cache
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs  # the 4 MB bundle is read only when a page is made
-
-    return get_plotlyjs()
 
 
 def _fmt(x: float) -> str:
@@ -157,10 +142,10 @@ def history_html(h: History) -> str:
                 ("noisy", COLORS[gateoutcomes.NOISY]),
                 ("other", NEUTRAL),
             ],
-            css=_static("report.css"),
-            js=_static("report.js"),
-            plotly_js=_plotly_js(),
-            csp=CSP,
+            css=assets.static("report.css"),
+            js=assets.static("report.js"),
+            plotly_js=assets.plotly_js(),
+            csp=assets.CSP,
             generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             hpubench_version=hpubench.__version__,
         )

@@ -106,7 +106,7 @@ class HFWorkload(Workload):
         if size not in self.sizes:
             known = ", ".join(self.sizes)
             raise ValueError(f"unknown size {size!r} for workload {self.name!r}; known: {known}")
-        # Deferred: transformers takes seconds to import and is optional; only a built model needs it.
+        # deferred: transformers takes seconds to import and is optional; only a built model needs it.
         import transformers
 
         transformers.logging.set_verbosity_error()  # config notices would flood every cell's log

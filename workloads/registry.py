@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 
+from hpubench.core.extrawork import HARNESS_OPTIONS
 from hpubench.errors import UsageError
 from workloads import hf
 from workloads.base import SizeSpec, Workload
@@ -81,8 +82,6 @@ def catalog() -> dict[str, tuple[str, ...]]:
 
 def option_catalog() -> dict[str, list[str]]:
     """Workload name -> every option name a cell of it accepts: the harness's and its own."""
-    from hpubench.core.extrawork import HARNESS_OPTIONS
-
     return {
         n: sorted(set(HARNESS_OPTIONS) | set(getattr(_REGISTRY[n], "workload_options", {}) or {}))
         for n in names()

@@ -128,7 +128,7 @@ class _ExtraWorkStep:
         self._out: Any = None
 
     def _set_unit(self, n: int) -> None:
-        import torch
+        import torch  # deferred: the torch-free CLI imports this module (HARNESS_OPTIONS)
 
         g = torch.Generator(device="cpu").manual_seed(n)
         # Orthogonal factors keep the products bounded however often they run (no inf/nan slow paths).
@@ -138,7 +138,7 @@ class _ExtraWorkStep:
         self._out = torch.empty_like(self._a)
 
     def _unit(self) -> None:
-        import torch
+        import torch  # deferred: see _set_unit
 
         torch.mm(self._a, self._b, out=self._out)
 

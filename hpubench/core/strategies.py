@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.errors import CellSkipped
@@ -162,8 +164,6 @@ class DDP(Strategy):
         )
 
     def setup(self, acc: Accelerator) -> None:
-        import torch.distributed as dist
-
         # Several ranks share the host's cores: each one taking all of them oversubscribes the machine
         # and measures contention, not scaling. A user's OMP_NUM_THREADS still wins.
         self.thread_policy = acc.apply_threads(self.local_world_size, self.local_rank)
@@ -184,20 +184,14 @@ class DDP(Strategy):
             self._barrier_ids = ids
 
     def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
-        from torch.nn.parallel import DistributedDataParallel
-
         return DistributedDataParallel(model, device_ids=self._device_ids)
 
     def gather(self, obj: Any) -> list[Any]:
-        import torch.distributed as dist
-
         out: list[Any] = [None] * self.world_size
         dist.all_gather_object(out, obj)
         return out
 
     def barrier(self) -> None:
-        import torch.distributed as dist
-
         if self._barrier_ids is not None:
             dist.barrier(device_ids=self._barrier_ids)
         else:
@@ -210,15 +204,11 @@ class DDP(Strategy):
         load; the process that owns the group destroys it once ``run_cell`` has returned and the model
         is gone (``hpubench.run.distributed.worker``, or :meth:`destroy`).
         """
-        import torch.distributed as dist
-
         if dist.is_initialized():
             self.barrier()
 
     @staticmethod
     def destroy() -> None:
-        import torch.distributed as dist
-
         if dist.is_initialized():
             dist.destroy_process_group()
 
@@ -277,9 +267,9 @@ class FSDP(DDP):
         self._units: list[str] = []
 
     def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
-        # Deferred like torch.distributed above: single-device cells never import the FSDP stack.
+        # deferred: only FSDP cells load the FSDP stack (heavy; fully_shard is public since torch 2.6)
         from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import fully_shard  # deferred: as above
 
         mesh = init_device_mesh(self._device_type, (self.world_size,))
         names = {id(m): n for n, m in model.named_modules()}

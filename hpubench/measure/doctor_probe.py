@@ -56,7 +56,8 @@ def host_facts(environ: Mapping[str, str] | None = None) -> HostFacts:
 def child_facts() -> dict[str, Any]:
     """torch's version and every accelerator's facts, as JSON-ready data. Never raises for a device: a
     hook that fails is recorded as that accelerator's error."""
-    import torch  # the child imported it already (zygote.prepare); here for its version
+    # deferred: host_facts runs in the torch-free launcher (hpubench.api); the child has torch already
+    import torch
 
     devices: list[dict[str, Any]] = []
     for name in accelerators.names():

@@ -80,8 +80,9 @@ def host_batches(
     pin_memory: bool,
 ) -> Iterator[Batch]:
     """Endless batches made on the host and moved to ``device``: one ``next`` is one step's data wait."""
+    # deferred: hpubench.store.record imports this module (LoaderSplit) on the torch-free CLI path
     import torch
-    from torch.utils.data import DataLoader, IterableDataset
+    from torch.utils.data import DataLoader, IterableDataset  # deferred: as above
 
     class _Synthetic(IterableDataset):  # type: ignore[type-arg]
         def __iter__(self) -> Iterator[Batch]:

@@ -185,6 +185,7 @@ def profile_steps(
     plain_step_mean_s: float | None = None,
 ) -> ProfileResult:
     """Run ``options.total_steps`` steps under torch.profiler; trace and table cover the active ones."""
+    # deferred: hpubench.store.record imports this module (ProfileResult) on the torch-free CLI path
     from torch.profiler import profile, record_function, schedule
 
     acts, notes = device.profiler_activities()

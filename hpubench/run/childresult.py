@@ -11,16 +11,31 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpubench.plan.cell import Cell
 from hpubench.plan.inventory import Inventory
 from hpubench.run import exitwords
-from hpubench.run.executors.base import Detected, failed
-from hpubench.store.record import CellResult
+from hpubench.store.record import STATUS_FAILED, CellResult
 
 TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class Detected:
+    """What a detection child found: the devices, the workload catalog, the options each workload takes
+    (None from a worker too old to say)."""
+
+    inventory: Inventory
+    catalog: dict[str, tuple[str, ...]]
+    workload_options: dict[str, tuple[str, ...]] | None
+    workload_unavailable: dict[str, str] = field(default_factory=dict)  # workload -> why it cannot run
+
+
+def failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
+    return CellResult(cell, STATUS_FAILED, reason=reason, traceback_tail=tail, **kw)
 
 
 def tail(path: Path | str, lines: int = TAIL_LINES) -> str | None:

@@ -3,6 +3,9 @@
 The launcher calls this in an isolated child whose environment already holds what must be set before
 device frameworks are imported. Everything here goes through the core's interfaces (accelerator,
 strategy, precision, mode) so the same code serves CPU, CUDA and HPU, one device or many.
+
+This module imports torch and the workloads at import: the processes that run cells import it only once
+their pre-import environment is in force (``hpubench.run.zygotechild``, ``hpubench.run.distributed.worker``).
 """
 
 from __future__ import annotations
@@ -12,14 +15,32 @@ import os
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+import torch
+
+import workloads
+from hpubench.analysis import peaks
+from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.quality import with_quality
+from hpubench.core import accelerators, precision, strategies
+from hpubench.core.batches import synthetic_batches
+from hpubench.core.extrawork import apply_options
+from hpubench.core.trainstep import build_step, make_optimizer, step_factory
 from hpubench.errors import CellSkipped
 from hpubench.measure.autosteps import warmup_extension
+from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
+from hpubench.measure.loader import host_batches
+from hpubench.measure.observe import Observation
+from hpubench.measure.ranks import RankSample, merge_ranks
+from hpubench.measure.steps import TIMING_METHOD, measure_steps
+from hpubench.measure.stopping import AutoStop
 from hpubench.plan.cell import Cell, flops_key
 from hpubench.plan.runoptions import RunOptions
+from hpubench.run.stepfeed import FeedHeader, StepFeed
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from workloads.flops import count_flops
 
 TRACEBACK_LINES = 40
 N_BATCHES = 4  # distinct synthetic batches cycled through, so no step sees the same data twice in a row
@@ -96,23 +117,6 @@ def _run(
     flops_hints: Mapping[str, int],
     progress_path: str | None = None,
 ) -> CellResult:
-    import torch
-
-    import workloads
-    from hpubench.analysis import peaks
-    from hpubench.analysis.metrics import build_metrics
-    from hpubench.core import accelerators, precision, strategies
-    from hpubench.core.batches import synthetic_batches
-    from hpubench.core.extrawork import apply_options
-    from hpubench.core.trainstep import build_step, make_optimizer, step_factory
-    from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
-    from hpubench.measure.loader import host_batches
-    from hpubench.measure.observe import Observation
-    from hpubench.measure.steps import TIMING_METHOD, measure_steps
-    from hpubench.measure.stopping import AutoStop
-    from hpubench.run.stepfeed import FeedHeader, StepFeed
-    from workloads.flops import count_flops
-
     acc_cls = accelerators.get(cell.accelerator)
     if not acc_cls.is_available():
         raise CellSkipped(f"no {cell.accelerator} device is available in this process")
@@ -330,10 +334,6 @@ def _merge_ranks(
 
     All ranks hold the merged record afterwards, so whichever rank writes it writes the same thing.
     """
-    from dataclasses import replace
-
-    from hpubench.measure.ranks import RankSample, merge_ranks
-
     sample = RankSample(
         **strategy.describe(),
         device_index=acc.index,

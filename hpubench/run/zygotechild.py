@@ -7,10 +7,9 @@ itself. ``child_main`` is the body of a forked child: its own session, stdout/st
 log, faulthandler armed (a segfault or a timeout's SIGTERM leaves a Python stack in the log), the result
 written atomically to a file, devices given back, ``os._exit``.
 
-hpubench imports stay inside the functions, as they always were here: ``prepare`` decides when torch
-and the workload code get imported (after the server has moved its own stdout out of the protocol's
-way), and an import that fails in a child is recorded as that cell's failure instead of ending the
-server.
+This module imports no torch: ``prepare`` decides when torch, the workloads and the cell runner
+(``hpubench.run.worker``) get imported (after the server has moved its own stdout out of the protocol's
+way, with the pre-import environment in force), so those imports stay deferred in the functions.
 """
 
 from __future__ import annotations
@@ -26,15 +25,23 @@ import traceback
 from typing import Any
 
 from hpubench.core import accelerators
+from hpubench.core.accelerators import release_all
 from hpubench.errors import UsageError
+from hpubench.measure.doctor_probe import child_facts
 from hpubench.plan import dimensions, precisions
+from hpubench.plan.cell import Cell
+from hpubench.plan.runoptions import RunOptions
+from hpubench.run import pluginload
+from hpubench.run.detect import detect
 from hpubench.run.zygotewire import USAGE_ERROR_PREFIX
+from hpubench.store.record import STATUS_FAILED, CellResult
+from hpubench.store.results import write_json_atomic
 
 LOG_TAIL_LINES = 40
 
 
-# Imported before forking so children start warm. The worker imports most of them lazily inside its
-# run function; a name missing here only costs time in each child, never correctness.
+# Imported before forking so children start warm (most come with hpubench.run.worker, which imports them
+# at its own import); a name missing here only costs time in each child, never correctness.
 PREWARM_MODULES = (
     # torch.optim.Optimizer.__init__ imports torch._dynamo (~1.8 s on CPU), so every cell needs it.
     # Importing it initialises no device and starts no thread.
@@ -58,10 +65,10 @@ PREWARM_MODULES = (
 
 def prepare(workload_files: list[str]) -> dict[str, list[str]]:
     """Import everything a cell needs, register workloads; the catalog. Raises UsageError for bad files."""
-    import torch  # noqa: F401 - the point of the zygote: pay for this import once
+    # deferred: the point of the zygote is to pay for torch once, here, after the server set up its stdout
+    import torch  # noqa: F401
 
-    import workloads
-    from hpubench.run import pluginload
+    import workloads  # deferred: the workloads import torch
 
     for path in workload_files:
         try:
@@ -91,7 +98,7 @@ def workload_facts() -> dict[str, Any]:
     """Per workload, the option names it accepts (harness options included) and why it cannot run with
     this installation (a missing optional package), for the launcher to refuse an unknown ``--option``
     and skip what cannot run before any cell runs."""
-    import workloads  # loaded by prepare() already: this is a lookup, not an import
+    import workloads  # deferred: imports torch; loaded by prepare() already, so this is a lookup
 
     return {"workload_options": workloads.option_catalog(), "workload_unavailable": workloads.unavailable()}
 
@@ -131,14 +138,10 @@ def run_to_file(
     flops_hints: dict[str, int] | None = None,
     feed: str | None = None,
 ) -> None:
-    from hpubench.plan.cell import Cell
-    from hpubench.store.record import STATUS_FAILED, CellResult
-    from hpubench.store.results import write_json_atomic
-
     cell = Cell.from_dict(cell_data)
     started = time.time()
     try:
-        from hpubench.plan.runoptions import RunOptions
+        # deferred: imports torch (prepare() loaded it already); a failure here is this cell's record
         from hpubench.run.worker import run_cell
 
         result = run_cell(
@@ -163,18 +166,12 @@ def run_to_file(
 
 
 def detect_to_file(out: str) -> None:
-    from hpubench.run.detect import detect
-    from hpubench.store.results import write_json_atomic
-
     write_json_atomic(out, {"inventory": detect().to_dict(), **workload_facts()}, indent=None)
 
 
 def release_devices() -> None:
     """Give back every device this process set up (``Accelerator.release``): ``os._exit`` comes next
     and skips the device frameworks' own exit-time cleanup. Failures go to the log, never up."""
-    # Deferred like every hpubench import here; the accelerator registry itself imports no torch.
-    from hpubench.core.accelerators import release_all
-
     for line in release_all():
         print(f"[hpubench] {line}", file=sys.stderr)
 
@@ -201,8 +198,7 @@ def child_main(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
             )
             code = 0
         elif req["op"] == "probe":
-            # Deferred like every hpubench import here: the server imports what a cell needs in prepare().
-            from hpubench.measure import probe
+            from hpubench.measure import probe  # deferred: imports torch (prepare() loaded it already)
 
             code = probe.main([*req["argv"], "--out", req["out"]])
         else:
@@ -242,10 +238,6 @@ def run_once(
     try:
         prepare(workload_files)
     except Exception as exc:
-        from hpubench.plan.cell import Cell
-        from hpubench.store.record import STATUS_FAILED, CellResult
-        from hpubench.store.results import write_json_atomic
-
         traceback.print_exc()
         result = CellResult(Cell.from_dict(cell_data), STATUS_FAILED, reason=one_line(exc))
         write_json_atomic(out, {"result": result.to_dict()}, indent=None, durable=False)
@@ -263,8 +255,6 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     """``--detect``: inventory and workload catalog; with ``doctor``, ``hpubench doctor``'s facts too,
     gathered first (before detection imports any device framework: one of the facts is whether
     ``import torch`` alone loaded one)."""
-    from hpubench.store.results import write_json_atomic
-
     try:
         catalog = prepare(workload_files)
     except UsageError as exc:
@@ -273,11 +263,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     arm_faulthandler()
     payload: dict[str, Any] = {}
     if doctor:
-        from hpubench.measure.doctor_probe import child_facts
-
         payload["doctor"] = child_facts()
-    from hpubench.run.detect import detect
-
     payload.update(inventory=detect().to_dict(), workloads=catalog, **workload_facts())
     write_json_atomic(out, payload, indent=None, durable=False)
     return 0

@@ -66,7 +66,7 @@ class HLMLSource(TelemetrySource):
         """``module``: the module id of this process's card (``HPUAccelerator.telemetry_id``)."""
         super().__init__()
         try:
-            import pyhlml
+            import pyhlml  # deferred: optional (habana-pyhlml); absent means no telemetry
         except ImportError:
             raise TelemetryUnavailable(f"habana-pyhlml is not installed ({INSTALL_HINT})") from None
         self._hlml = pyhlml

@@ -23,7 +23,7 @@ def _text(value: Any) -> str:
 
 def _cuda_uuid(index: int) -> str | None:
     try:
-        import torch
+        import torch  # deferred: the accelerator registry imports this module and stays torch-free
 
         uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
     except Exception:
@@ -41,7 +41,7 @@ class NVMLSource(TelemetrySource):
     def __init__(self, index: int) -> None:
         super().__init__()
         try:
-            import pynvml
+            import pynvml  # deferred: optional (nvidia-ml-py); absent means no telemetry
         except ImportError:
             raise TelemetryUnavailable(f"nvidia-ml-py is not installed ({INSTALL_HINT})") from None
         self._nvml = pynvml

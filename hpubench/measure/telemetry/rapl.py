@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from hpubench.measure.telemetry.base import Reading, TelemetrySource, TelemetryUnavailable
 
 POWERCAP_ROOT = "/sys/class/powercap"
@@ -99,6 +101,4 @@ class RAPLSource(TelemetrySource):
 
 
 def _cpu_pct() -> float:
-    import psutil
-
     return float(psutil.cpu_percent(interval=None))  # since the previous call: the poll interval

@@ -24,6 +24,7 @@ import traceback
 from typing import Any
 
 from hpubench.run.distributed.spec import AGENT_SUMMARY_FILE, ELASTIC_LOG_DIR, LaunchSpec
+from hpubench.store.results import write_json_atomic
 
 # Seconds the agent gives its workers between SIGTERM and SIGKILL when it stops them.
 WORKER_STOP_GRACE_S = 2
@@ -72,11 +73,13 @@ def _failure(rank: int, f: Any) -> dict[str, Any]:
 
 
 def run(spec: LaunchSpec, spec_path: str) -> dict[str, Any]:
+    # Each rank's worker imports this module (die_with_parent) before it may import torch (its device
+    # variables come first), so torch is imported only here. deferred: see above
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs, Std
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError  # deferred: as above
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch  # deferred: as above
 
-    from hpubench.run.distributed import rendezvous
+    from hpubench.run.distributed import rendezvous  # deferred: imports torch.distributed (see above)
 
     rendezvous.register()
     config = LaunchConfig(
@@ -136,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     spec_path = args[0]
     spec = LaunchSpec.load(spec_path)
     summary = run(spec, spec_path)
-    from hpubench.store.results import write_json_atomic
-
     write_json_atomic(spec.path(AGENT_SUMMARY_FILE), summary, indent=None)
     return 0
 

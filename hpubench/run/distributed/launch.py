@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import psutil
+
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run import proctree
 from hpubench.run.childwait import killpg
@@ -216,8 +218,6 @@ def _signal_name(sig: int) -> str:
 
 
 def _tree(pid: int) -> list[Any]:
-    import psutil
-
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -226,8 +226,6 @@ def _tree(pid: int) -> list[Any]:
 
 def _stop(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM to the agent (it stops its workers), then SIGKILL to it and to its whole tree."""
-    import psutil
-
     tree = _tree(proc.pid)  # before any signal: an agent killed first would orphan its workers
     killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):

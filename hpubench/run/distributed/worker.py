@@ -21,12 +21,19 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from dataclasses import replace
 from typing import Any
 
+from hpubench.core import accelerators
 from hpubench.core.accelerators import release_all
+from hpubench.plan.cell import Cell
+from hpubench.plan.runoptions import RunOptions
+from hpubench.run import zygotechild
 from hpubench.run.distributed.agent import die_with_parent
 from hpubench.run.distributed.spec import RESULT_FILE, LaunchSpec, rank_status_file
+from hpubench.store.record import STATUS_FAILED
+from hpubench.store.results import write_json_atomic
 
 
 class RankFailed(RuntimeError):
@@ -34,8 +41,6 @@ class RankFailed(RuntimeError):
 
 
 def _status(spec: LaunchSpec, rank: int, phase: str, **extra: Any) -> None:
-    from hpubench.store.results import write_json_atomic
-
     data = {
         "rank": rank,
         "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
@@ -51,8 +56,6 @@ def _status(spec: LaunchSpec, rank: int, phase: str, **extra: Any) -> None:
 
 
 def _options(spec: LaunchSpec, rank: int) -> Any:
-    from hpubench.plan.runoptions import RunOptions
-
     if not spec.options:
         return None
     options = RunOptions.from_dict(spec.options)
@@ -64,8 +67,6 @@ def _options(spec: LaunchSpec, rank: int) -> Any:
 
 
 def _record_main(spec: LaunchSpec) -> int:
-    from hpubench.plan.cell import Cell
-
     cell = Cell.from_dict(spec.cell)
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
@@ -76,19 +77,16 @@ def _record_main(spec: LaunchSpec) -> int:
     )
     _status(spec, rank, "started")
 
-    from hpubench.run import zygotechild
-    from hpubench.store.results import write_json_atomic
-
     zygotechild.prepare(list(spec.workload_files))
+    # deferred: imports torch, which must come after main() set this rank's device variables
     from hpubench.run.worker import run_cell
-    from hpubench.store.record import STATUS_FAILED
 
     # Rank 0's steps only (run_cell checks the rank): one feed, and rank 0 runs on node 0, the node
     # whose launcher keeps a partial record. Merging every rank's steps live would need the ranks'
     # gather, which a rank that died or hung never joins.
     result = run_cell(cell, options=_options(spec, rank), progress_path=spec.feed)
     if result.status != STATUS_FAILED:
-        from hpubench.core.strategies import DDP
+        from hpubench.core.strategies import DDP  # deferred: imports torch (see run_cell above)
 
         DDP.destroy()  # every rank passed the teardown barrier; the model is gone with run_cell's frame
     if result.status == STATUS_FAILED:
@@ -100,7 +98,7 @@ def _record_main(spec: LaunchSpec) -> int:
             "time": time.time(),
         }
         _status(spec, rank, "failed", reason=result.reason, traceback_tail=result.traceback_tail)
-        from hpubench.run.distributed.rendezvous import note_failure
+        from hpubench.run.distributed.rendezvous import note_failure  # deferred: imports torch.distributed
 
         note_failure(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), rank, note)
         raise RankFailed(f"rank {rank}: {result.reason}")
@@ -113,14 +111,12 @@ def _record_main(spec: LaunchSpec) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = LaunchSpec.load(args[0])
-    from hpubench.core import accelerators  # pure: imports neither torch nor a device framework
-    from hpubench.plan.cell import Cell
-
     cell = Cell.from_dict(spec.cell)
     # Before torch: the device framework reads its module selection when it is first imported.
     local_rank = int(os.environ["LOCAL_RANK"])
     os.environ.update(accelerators.get(cell.accelerator).rank_env(cell, local_rank, os.environ))
     os.environ.setdefault("HPUBENCH_PG_TIMEOUT_S", str(spec.timeout_s))
+    # deferred: torch only now, with this rank's device variables set
     from torch.distributed.elastic.multiprocessing.errors import record
 
     return record(_record_main)(spec)
@@ -136,8 +132,6 @@ if __name__ == "__main__":
     try:
         code = main()
     except BaseException:
-        import traceback
-
         traceback.print_exc()
     finally:
         # After the status and the result: a device that will not let go costs the exit, not the record.

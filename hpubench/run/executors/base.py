@@ -10,9 +10,10 @@ default);
 - ``hpubench.run.executors.distributed.DistExecutor``: cells of several processes, under torch's elastic
 agent.
 
-The two single-process executors also detect the machine (``LocalExecutor.detect``) and run the
-estimates' probe. All three start their processes from one ``WorkerSetup``: the same interpreter,
-workload files and environment (with the launcher's token, ``hpubench.run.proctree``), one scratch folder.
+The two single-process executors share their run loop (``LocalExecutor.run``), and also detect the
+machine (``LocalExecutor.detect``) and run the estimates' probe. All three start their processes from
+one ``WorkerSetup``: the same interpreter, workload files and environment (with the launcher's token,
+``hpubench.run.proctree``), one scratch folder.
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ import tempfile
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpubench.core import accelerators
 from hpubench.plan.cell import Cell, PlannedCell
-from hpubench.plan.inventory import Inventory
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run import proctree
-from hpubench.store.record import STATUS_FAILED, CellResult
+from hpubench.run.childresult import Detected, collect, failed
+from hpubench.store.record import CellResult
+from hpubench.store.results import utc_now_iso
 
 EnvSignature = tuple[tuple[str, str], ...]
 SCRATCH_PREFIX = "hpubench-launch-"
@@ -68,14 +70,12 @@ class CellOutcome:
 
 
 @dataclass(frozen=True)
-class Detected:
-    """What a detection child found: the devices, the workload catalog, the options each workload takes
-    (None from a worker too old to say)."""
+class ChildReply:
+    """How a cell's child ended (the wait's reply: ``hpubench.run.exitwords``) and when it was sent the
+    cell (``time.time()``), for the dispatch time."""
 
-    inventory: Inventory
-    catalog: dict[str, tuple[str, ...]]
-    workload_options: dict[str, tuple[str, ...]] | None
-    workload_unavailable: dict[str, str] = field(default_factory=dict)  # workload -> why it cannot run
+    reply: dict[str, Any]
+    sent: float
 
 
 class Executor(ABC):
@@ -96,7 +96,38 @@ class Executor(ABC):
 
 
 class LocalExecutor(Executor):
-    """A single-process executor, which also learns what this machine has and runs the estimates' probe."""
+    """A single-process executor, which also learns what this machine has and runs the estimates' probe.
+
+    The run loop is this class's: the cell's environment signature, its result file, then the
+    subclass's child (``run_child``), then the record read back from what the child left."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.setup = setup
+
+    def run(self, request: CellRequest) -> CellOutcome:
+        cell, log = request.cell, request.log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        signature = signature_or_failure(cell)
+        if isinstance(signature, CellResult):
+            return CellOutcome(signature)
+        out = self.setup.path("result.json")
+        started_at = utc_now_iso()
+        child = self.run_child(request, signature, out, started_at)
+        if isinstance(child, CellOutcome):
+            return child
+        result, dispatch_s = collect(cell, child.reply, out, log, request.timeout_s, started_at, child.sent)
+        self.learn(result)
+        return CellOutcome(result, dispatch_s)
+
+    @abstractmethod
+    def run_child(
+        self, request: CellRequest, signature: EnvSignature, out: Path, started_at: str
+    ) -> ChildReply | CellOutcome:
+        """Run the cell in a child of environment ``signature`` that writes its result to ``out``, to its
+        end or its timeout; the cell's failed outcome when no child could run it."""
+
+    def learn(self, result: CellResult) -> None:
+        """What a finished cell teaches the cells after it (default: nothing)."""
 
     @abstractmethod
     def detect(self) -> Detected:
@@ -167,7 +198,3 @@ def signature_or_failure(cell: Cell) -> EnvSignature | CellResult:
         return cell_signature(cell)
     except KeyError as exc:
         return failed(cell, str(exc.args[0]) if exc.args else str(exc))
-
-
-def failed(cell: Cell, reason: str, tail: str | None = None, **kw: Any) -> CellResult:
-    return CellResult(cell, STATUS_FAILED, reason=reason, traceback_tail=tail, **kw)

@@ -9,28 +9,26 @@ needs its environment, with the reason, instead of ending the run.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.plan.cell import flops_key
 from hpubench.run import exitwords
-from hpubench.run.childresult import collect, detected, detection_failed, last_line, read_out, tail
+from hpubench.run.childresult import Detected, detected, detection_failed, failed, last_line, read_out, tail
 from hpubench.run.childwait import KILL_GRACE_S
 from hpubench.run.executors.base import (
     DETECT_TIMEOUT_S,
     CellOutcome,
     CellRequest,
-    Detected,
+    ChildReply,
     EnvSignature,
     LocalExecutor,
     WorkerSetup,
-    failed,
     server_signature,
-    signature_or_failure,
 )
 from hpubench.run.zygoteclient import ZygoteDied, ZygotePool, ZygoteStartFailed
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
 
 # How long past a cell's own timeout the zygote may take to answer before it is declared wedged.
 ZYGOTE_REPLY_SLACK_S = 30.0
@@ -40,20 +38,16 @@ class ForkExecutor(LocalExecutor):
     """Each cell in a child forked from the zygote that serves its pre-import environment."""
 
     def __init__(self, setup: WorkerSetup) -> None:
-        self.setup = setup
+        super().__init__(setup)
         self.pool = ZygotePool(setup)
         self._broken: dict[EnvSignature, str] = {}  # signature -> why its zygote cannot start
         # FLOP counts cells of this run made, by hpubench.plan.cell.flops_key, handed to later cells.
         self._flops: dict[str, int] = {}
 
-    def run(self, request: CellRequest) -> CellOutcome:
+    def run_child(
+        self, request: CellRequest, signature: EnvSignature, out: Path, started_at: str
+    ) -> ChildReply | CellOutcome:
         cell, log = request.cell, request.log
-        log.parent.mkdir(parents=True, exist_ok=True)
-        signature = signature_or_failure(cell)
-        if isinstance(signature, CellResult):
-            return CellOutcome(signature)
-        out = self.setup.path("result.json")
-        started_at = utc_now_iso()
         if signature in self._broken:
             return CellOutcome(failed(cell, self._broken[signature], started_at=started_at))
         try:
@@ -88,11 +82,9 @@ class ForkExecutor(LocalExecutor):
                     wall_s=time.time() - sent,
                 )
             )
-        result, dispatch_s = collect(cell, reply, out, log, request.timeout_s, started_at, sent)
-        self._learn_flops(result)
-        return CellOutcome(result, dispatch_s)
+        return ChildReply(reply, sent)
 
-    def _learn_flops(self, result: CellResult) -> None:
+    def learn(self, result: CellResult) -> None:
         """Keep a cell's own FLOP count for the cells after it (same code, same run)."""
         rt = result.runtime
         count, batch = rt.flops_per_device_step, rt.batch_size

@@ -20,29 +20,26 @@ from typing import Any
 
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.run import exitwords
-from hpubench.run.childresult import collect, detected, detection_failed, last_line, read_out, tail
+from hpubench.run.childresult import Detected, detected, detection_failed, last_line, read_out, tail
 from hpubench.run.childwait import killpg, wait_child
 from hpubench.run.executors.base import (
     DETECT_TIMEOUT_S,
     WORKER_START_TIMEOUT_S,
-    CellOutcome,
     CellRequest,
-    Detected,
+    ChildReply,
+    EnvSignature,
     LocalExecutor,
     WorkerSetup,
     server_signature,
-    signature_or_failure,
 )
 from hpubench.run.zygotewire import usage_line
-from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
 
 
 class SpawnExecutor(LocalExecutor):
     """Each cell in ``python -m hpubench.run.zygote --once``, its own session."""
 
     def __init__(self, setup: WorkerSetup) -> None:
-        self.setup = setup
+        super().__init__(setup)
         self._proc: subprocess.Popen[bytes] | None = None  # the child running now
 
     def _args(self, *args: str) -> list[str]:
@@ -51,14 +48,10 @@ class SpawnExecutor(LocalExecutor):
             argv += ["--workloads-from", f]
         return argv
 
-    def run(self, request: CellRequest) -> CellOutcome:
+    def run_child(
+        self, request: CellRequest, signature: EnvSignature, out: Path, started_at: str
+    ) -> ChildReply:
         cell, log = request.cell, request.log
-        log.parent.mkdir(parents=True, exist_ok=True)
-        signature = signature_or_failure(cell)
-        if isinstance(signature, CellResult):
-            return CellOutcome(signature)
-        out = self.setup.path("result.json")
-        started_at = utc_now_iso()
         sent = time.time()
         args = self._args(
             "--once", json.dumps(cell.to_dict()), str(out), str(log), "--dispatched-at", repr(sent)
@@ -88,7 +81,7 @@ class SpawnExecutor(LocalExecutor):
             os.close(ready_r)
             self._proc = None
             self.setup.sweep()  # what the cell started outside its process group
-        return CellOutcome(*collect(cell, reply, out, log, request.timeout_s, started_at, sent))
+        return ChildReply(reply, sent)
 
     def _wait(
         self, proc: subprocess.Popen[bytes], timeout_s: float, log: Path, ready_fd: int | None = None
