@@ -28,7 +28,8 @@ from hpubench.run.events import Event
 from hpubench.run.launch import Launcher
 from hpubench.store import runlock
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore, run_metadata
+from hpubench.store.rundir import ResultStore
+from hpubench.store.runmeta import run_metadata
 
 
 def resolve_spec(matrix_arg: str | None, overrides: dict[str, Any]) -> matrix.MatrixSpec:

@@ -108,7 +108,7 @@ def hpubench_cell(
     with a Cell. A cell that fails fails the test with its reason; one that cannot run here is skipped.
     """
     from hpubench.plan.cell import Cell, PlannedCell
-    from hpubench.store.results import ResultStore
+    from hpubench.store.rundir import ResultStore
 
     clock = request.node.stash.get(_CLOCK, None)
     if clock is None:  # asked for dynamically (getfixturevalue): collection could not set the timer

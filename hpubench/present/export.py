@@ -21,7 +21,7 @@ from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.present.outfile import write_output
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
 
 FORMATS: tuple[str, ...] = ("pytest-benchmark",)
 SUFFIXES: tuple[str, ...] = ("json",)  # what -o may end in: pytest-benchmark's saved runs are JSON

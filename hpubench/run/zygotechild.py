@@ -133,7 +133,7 @@ def run_to_file(
 ) -> None:
     from hpubench.plan.cell import Cell
     from hpubench.store.record import STATUS_FAILED, CellResult
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     cell = Cell.from_dict(cell_data)
     started = time.time()
@@ -164,7 +164,7 @@ def run_to_file(
 
 def detect_to_file(out: str) -> None:
     from hpubench.run.detect import detect
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     write_json_atomic(out, {"inventory": detect().to_dict(), **workload_facts()}, indent=None)
 
@@ -244,7 +244,7 @@ def run_once(
     except Exception as exc:
         from hpubench.plan.cell import Cell
         from hpubench.store.record import STATUS_FAILED, CellResult
-        from hpubench.store.results import write_json_atomic
+        from hpubench.store.rundir import write_json_atomic
 
         traceback.print_exc()
         result = CellResult(Cell.from_dict(cell_data), STATUS_FAILED, reason=one_line(exc))
@@ -263,7 +263,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     """``--detect``: inventory and workload catalog; with ``doctor``, ``hpubench doctor``'s facts too,
     gathered first (before detection imports any device framework: one of the facts is whether
     ``import torch`` alone loaded one)."""
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     try:
         catalog = prepare(workload_files)

@@ -173,7 +173,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         from hpubench.present.gate_report import junit_xml, terminal_table
         from hpubench.present.gate_report import markdown as render_markdown
         from hpubench.store import baselines
-        from hpubench.store.results import load_results
+        from hpubench.store.readback import load_results
 
         thresholds = parse_thresholds(max_regression)
         settings = gate_mod.GateSettings(
@@ -265,7 +265,8 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark
         from hpubench.present.outfile import check_suffix, check_target, write_output
         from hpubench.store import baselines
-        from hpubench.store.results import ResultStore, load_results
+        from hpubench.store.readback import load_results
+        from hpubench.store.rundir import ResultStore
 
         if fmt not in FORMATS:
             raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -616,7 +616,8 @@ def results(
     """Print the results of one or more runs ('hpubench results merge DIR... -o DIR' joins the run
     directories of a sharded run into one: see 'hpubench results merge --help')."""
     from hpubench.present.narrowtable import results_view
-    from hpubench.store.results import load_results, to_dataframe
+    from hpubench.store.frame import to_dataframe
+    from hpubench.store.readback import load_results
 
     if fmt not in ("table", "csv", "json"):
         raise UsageError(f"--format must be table, csv or json, got {fmt!r}")

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     spec_path = args[0]
     spec = LaunchSpec.load(spec_path)
     summary = run(spec, spec_path)
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     write_json_atomic(spec.path(AGENT_SUMMARY_FILE), summary, indent=None)
     return 0

@@ -34,7 +34,7 @@ class RankFailed(RuntimeError):
 
 
 def _status(spec: LaunchSpec, rank: int, phase: str, **extra: Any) -> None:
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     data = {
         "rank": rank,
@@ -77,7 +77,7 @@ def _record_main(spec: LaunchSpec) -> int:
     _status(spec, rank, "started")
 
     from hpubench.run import zygotechild
-    from hpubench.store.results import write_json_atomic
+    from hpubench.store.rundir import write_json_atomic
 
     zygotechild.prepare(list(spec.workload_files))
     from hpubench.run.worker import run_cell

@@ -30,7 +30,7 @@ from hpubench.run.executors.base import (
 )
 from hpubench.run.zygoteclient import ZygoteDied, ZygotePool, ZygoteStartFailed
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
 
 # How long past a cell's own timeout the zygote may take to answer before it is declared wedged.
 ZYGOTE_REPLY_SLACK_S = 30.0

@@ -35,7 +35,7 @@ from hpubench.run.executors.base import (
 )
 from hpubench.run.zygotewire import usage_line
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
 
 
 class SpawnExecutor(LocalExecutor):
