@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         devices, libraries (hccl, HLML, nccl, NVML), CPU governor, threads, free memory, and which cells of
         the matrix would be skipped and why. Each finding is OK, WARN or FAIL with its fix; exit 1 on FAIL."""
         # deferred, as every command's work: api and the launcher pull numpy; the CLI starts without it
-        from hpubench import api
-        from hpubench.run.launch import Launcher
+        from hpubench import api  # deferred: numpy (api)
+        from hpubench.run.launch import Launcher  # deferred: numpy
 
         spec = api.resolve_spec(matrix, {})  # a bad --matrix is a usage error before anything starts
         with Launcher() as launcher:

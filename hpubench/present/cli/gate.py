@@ -173,12 +173,12 @@ def register(app: typer.Typer) -> None:
         run-to-run spread). Every cell shows the smallest slowdown its runs could detect."""
         # deferred, as every command's work: the gate, its reports and the baselines pull numpy; the CLI
         # starts (and prints --help) without it
-        from hpubench.analysis import gate as gate_mod
-        from hpubench.analysis.runspread import stored_spreads
-        from hpubench.present.gate_report import junit_xml, terminal_table
-        from hpubench.present.gate_report import markdown as render_markdown
-        from hpubench.store import baselines
-        from hpubench.store.readback import load_results
+        from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis.runspread import stored_spreads  # deferred: numpy
+        from hpubench.present.gate_report import junit_xml, terminal_table  # deferred: numpy
+        from hpubench.present.gate_report import markdown as render_markdown  # deferred: numpy
+        from hpubench.store import baselines  # deferred: numpy (baselines)
+        from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
 
         thresholds = parse_thresholds(max_regression)
         settings = gate_mod.GateSettings(
@@ -267,10 +267,10 @@ def register(app: typer.Typer) -> None:
         """Write results in another tool's format: pytest-benchmark JSON, which its 'compare' reads."""
         # deferred, as every command's work: the exporter and the baselines pull numpy; the CLI starts
         # without it
-        from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark
-        from hpubench.store import baselines
-        from hpubench.store.readback import load_results
-        from hpubench.store.rundir import ResultStore
+        from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark  # deferred: numpy
+        from hpubench.store import baselines  # deferred: numpy (baselines)
+        from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
+        from hpubench.store.rundir import ResultStore  # deferred: the record modules, ~40 ms
 
         if fmt not in FORMATS:
             raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

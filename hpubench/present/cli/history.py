@@ -57,10 +57,10 @@ def register(app: typer.Typer) -> None:
         verdict between each two consecutive baselines (what 'gate' would have said at each step)."""
         # deferred, as every command's work: the CLI starts without pandas, jinja2, plotly (reports) or
         # numpy (the gate, the history, the baselines)
-        from hpubench.analysis import gate as gate_mod
-        from hpubench.analysis import history as history_mod
-        from hpubench.store.historyload import load_points
-        from reports.history import history_html
+        from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis import history as history_mod  # deferred: numpy
+        from hpubench.store.historyload import load_points  # deferred: numpy
+        from reports.history import history_html  # deferred: pandas, jinja2, plotly
 
         check_suffix(out, ("html", "htm"))
         check_target(out)

@@ -50,8 +50,8 @@ def list_cells(
     ones are skipped; with --budget, the steps each cell would get. Runs no cell (a short probe counts the
     models on meta and times a linear layer)."""
     # deferred, as every command's work: api and the estimates pull numpy; the CLI starts without it
-    from hpubench import api
-    from hpubench.present.cli import estimate as cli_estimate
+    from hpubench import api  # deferred: numpy (api)
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
 
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)

@@ -82,8 +82,8 @@ def compare(
 ) -> None:
     """Compare two result sets cell by cell (e.g. Gaudi vs Gaudi2): ratios with CIs, geometric means."""
     # deferred: reports pulls pandas, jinja2 and plotly, the compare view numpy; the CLI starts without them
-    import reports
-    from hpubench.present.narrowcompare import compare_view
+    import reports  # deferred: pandas, jinja2, plotly
+    from hpubench.present.narrowcompare import compare_view  # deferred: numpy
 
     result = reports.comparison(
         base,

@@ -54,9 +54,9 @@ def show(
     directories of a sharded run into one: see 'hpubench results merge --help')."""
     # deferred, as every command's work: the table view pulls numpy, the record readers about 40 ms of
     # modules (pandas itself stays deferred inside to_dataframe); the CLI starts without them
-    from hpubench.present.narrowtable import results_view
-    from hpubench.store.frame import to_dataframe
-    from hpubench.store.readback import load_results
+    from hpubench.present.narrowtable import results_view  # deferred: numpy
+    from hpubench.store.frame import to_dataframe  # deferred: the record modules; pandas itself on use
+    from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
 
     if fmt not in ("table", "csv", "json"):
         raise UsageError(f"--format must be table, csv or json, got {fmt!r}")

@@ -147,11 +147,11 @@ def run(
     """
     # deferred, as every command's work: the CLI starts (and prints --help) without numpy (api, shardplan,
     # the estimates), the accelerator registry or the live view (about 0.3 s together)
-    from hpubench import api
-    from hpubench.core.accelerators import check_environment
-    from hpubench.plan import shardplan
-    from hpubench.present.cli import estimate as cli_estimate
-    from hpubench.present.liveview import LiveView
+    from hpubench import api  # deferred: numpy (api)
+    from hpubench.core.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
+    from hpubench.plan import shardplan  # deferred: numpy
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
+    from hpubench.present.liveview import LiveView  # deferred: rich.live, ~10 ms
 
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)
