@@ -1,8 +1,9 @@
 """Command line: the typer app, its groups, and the entry point. No logic lives here.
 
-Each command group lives in a module named for it and is registered here, in the order ``--help`` lists
-it: ``run``/``profile`` (runcmd), ``env`` and ``list ...`` (listing), ``report``/``compare`` (reporting),
-``gate``/``export``/``baseline ...`` (gate), ``doctor``, ``history``, ``results show|merge`` (results).
+Each command group lives in a module named for it and registers its commands here: ``run``/``profile``
+(runcmd), ``env`` and ``list ...`` (listing), ``report``/``compare`` (reporting), ``gate``/``export``/
+``baseline ...`` (gate), ``doctor``, ``results show|merge`` (results), ``history``. ``--help`` lists the
+commands in the order they are registered, then the groups in the order they are added.
 
 Every bad input ends as one line on stderr and exit code 2: click's own usage errors are caught and
 flattened too, so a pipeline never has to parse a usage box or a traceback.
@@ -24,7 +25,6 @@ from hpubench import __version__
 from hpubench.errors import UsageError
 from hpubench.present.cli import doctor, gate, history, listing, reporting, results, runcmd
 from hpubench.present.cli.consoles import err_console, out_console
-from hpubench.present.cli.results import ResultsGroup
 from hpubench.run import interrupt
 
 # Plain click help (rich_markup_mode=None): typer's rich panels label every flag "<bool>" and need ~100
@@ -44,7 +44,7 @@ list_app = typer.Typer(
 )
 app.add_typer(list_app, name="list")
 results_app = typer.Typer(
-    cls=ResultsGroup,
+    cls=results.ResultsGroup,
     rich_markup_mode=HELP_STYLE,
     help="Print the results of one or more runs ('results merge': join shards' run directories).",
 )
