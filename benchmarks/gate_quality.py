@@ -58,8 +58,9 @@ from hpubench.analysis.gate import GateSettings, gate  # noqa: E402
 from hpubench.analysis.gateoutcomes import INSUFFICIENT, REGRESSION, GateResult  # noqa: E402
 from hpubench.plan.cell import Cell, PlannedCell  # noqa: E402
 from hpubench.run.launch import Launcher  # noqa: E402
+from hpubench.store.readback import load_results  # noqa: E402
 from hpubench.store.record import CellResult  # noqa: E402
-from hpubench.store.results import ResultStore, load_results  # noqa: E402
+from hpubench.store.rundir import ResultStore  # noqa: E402
 
 CONDITIONS = {"A": 0.0, "A2": 0.0, "B5": 0.05, "B10": 0.10}
 # (workload, batch size or None, measured steps): a few seconds per cell at most on 2 CPU cores.

@@ -196,7 +196,7 @@ class _EventClock:
 
 def _run_cell(launcher: Any, cell: Any, store_dir: Path) -> tuple[Any, _EventClock]:
     from hpubench.plan.cell import PlannedCell
-    from hpubench.store.results import ResultStore
+    from hpubench.store.rundir import ResultStore
 
     clock = _EventClock()
     (result,) = launcher.run(

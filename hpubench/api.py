@@ -28,7 +28,8 @@ from hpubench.run.events import Event
 from hpubench.run.launch import Launcher
 from hpubench.store import runlock
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore, run_metadata
+from hpubench.store.rundir import ResultStore
+from hpubench.store.runmeta import run_metadata
 
 
 def resolve_spec(matrix_arg: str | None, overrides: dict[str, Any]) -> matrix.MatrixSpec:
@@ -47,6 +48,23 @@ def resolve_spec(matrix_arg: str | None, overrides: dict[str, Any]) -> matrix.Ma
                 "or a path to a .toml file"
             )
     return matrix.spec_from_options(base=base, **overrides)
+
+
+def open_launcher(
+    workloads_from: Sequence[Path] | None, isolation: str = "fork", cluster: cluster.ClusterEnv | None = None
+) -> Launcher:
+    """The launcher the CLI's commands run and detect with, after checking every ``--workloads-from`` path.
+
+    The one place the CLI makes a launcher (tests replace it to prove bad input never reaches one).
+    """
+    files = [str(p) for p in workloads_from or []]
+    for f in files:
+        if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
+            raise UsageError(
+                f"workload file {f!r} does not exist; fix the path given to --workloads-from "
+                "(a Python file, or a directory holding a transformers config.json)"
+            )
+    return Launcher(workload_files=files, isolation=isolation, cluster=cluster)
 
 
 @dataclass(frozen=True)

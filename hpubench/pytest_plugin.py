@@ -110,7 +110,7 @@ def hpubench_cell(
     """
     # deferred: this plugin loads in every pytest session; hpubench itself only when a test asks
     from hpubench.plan.cell import Cell, PlannedCell
-    from hpubench.store.results import ResultStore  # deferred: as above
+    from hpubench.store.rundir import ResultStore  # deferred: as above
 
     clock = request.node.stash.get(_CLOCK, None)
     if clock is None:  # asked for dynamically (getfixturevalue): collection could not set the timer

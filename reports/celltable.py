@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from hpubench.plan import dimensions, precisions
-from hpubench.store.results import added_dimension_columns
+from hpubench.store.frame import added_dimension_columns
 from reports import fmt
 from reports.tables import Column, HtmlTable, TableCell, TableRow, integer, number, text
 

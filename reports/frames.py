@@ -17,7 +17,7 @@ from hpubench.analysis.prices import Tables
 from hpubench.analysis.quality import assess_repeats
 from hpubench.analysis.ranking import Contender, Decision, decide
 from hpubench.analysis.scaling import scaling_efficiencies
-from hpubench.store.results import to_dataframe
+from hpubench.store.frame import to_dataframe
 from reports.sources import ResultSet, is_test_double
 
 # Columns the report adds in front of the store's own, and the derived ones it appends.

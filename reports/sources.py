@@ -1,6 +1,6 @@
 """Result sets as a report sees them: the records of one run, its provenance, and a short label.
 
-``hpubench.store.results.load_results`` merges runs into one list; a report must keep them apart (which run
+``hpubench.store.readback.load_results`` merges runs into one list; a report must keep them apart (which run
 said what, on which machine, with which software), so each path is loaded on its own here.
 """
 
@@ -15,8 +15,10 @@ from typing import Any
 
 from hpubench.analysis.compare import CellRuns, group_runs
 from hpubench.analysis.economics import device_name
+from hpubench.store.layout import CELLS_FILE
+from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
-from hpubench.store.results import CELLS_FILE, ResultStore, load_results
+from hpubench.store.rundir import ResultStore
 
 TEST_DOUBLE_MARK = "test double"
 

@@ -19,7 +19,8 @@ from hpubench.core.memory import MemoryStats
 from hpubench.measure.devicestats import MemorySample
 from hpubench.plan.cell import Cell
 from hpubench.store.record import STATUS_OK, CellResult
-from hpubench.store.results import ResultStore, run_metadata
+from hpubench.store.rundir import ResultStore
+from hpubench.store.runmeta import run_metadata
 
 # Would set a global if it ever ran: the browser test asserts it never does.
 PAYLOAD = "<script>window.__pwned = 1</script>"

@@ -44,7 +44,7 @@ import workloads
 from hpubench.errors import UsageError
 from hpubench.plan.cell import flops_key, parse_flops_key
 from hpubench.run import pluginload
-from hpubench.store.results import write_json_atomic
+from hpubench.store.rundir import write_json_atomic
 from workloads.base import Workload
 
 PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "

@@ -38,8 +38,9 @@ from hpubench.plan.estimate import (
 from hpubench.plan.inventory import Inventory
 from hpubench.present.outfile import os_error_text
 from hpubench.run.events import Event
+from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore, load_results, write_json_atomic
+from hpubench.store.rundir import ResultStore, write_json_atomic
 
 PROBE_TIMEOUT_S = 300.0
 OVERRUN = 0.10  # a budgeted run may end at most this fraction past its budget

@@ -21,19 +21,15 @@ from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.present.outfile import write_output
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
+
+try:  # the version written into the file, as pytest-benchmark itself writes it
+    from pytest_benchmark import __version__ as _PYTEST_BENCHMARK_VERSION
+except ImportError:  # pragma: no cover - it is a dependency
+    _PYTEST_BENCHMARK_VERSION = "5.0.0"
 
 FORMATS: tuple[str, ...] = ("pytest-benchmark",)
 SUFFIXES: tuple[str, ...] = ("json",)  # what -o may end in: pytest-benchmark's saved runs are JSON
-
-
-def _pytest_benchmark_version() -> str:
-    try:
-        import pytest_benchmark
-
-        return str(pytest_benchmark.__version__)
-    except ImportError:  # pragma: no cover - it is a dependency
-        return "5.0.0"
 
 
 def benchmark_name(result: CellResult) -> str:
@@ -142,7 +138,7 @@ def to_pytest_benchmark(records: Sequence[CellResult], meta: dict[str, Any] | No
         "commit_info": _commit_info(meta),
         "benchmarks": benchmarks,
         "datetime": meta.get("started_at") or utc_now_iso(),
-        "version": _pytest_benchmark_version(),
+        "version": str(_PYTEST_BENCHMARK_VERSION),
     }
 
 

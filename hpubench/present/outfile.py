@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hpubench.errors import UsageError
+from hpubench.store.layout import CELLS_FILE, META_FILE
 
-# What marks a results directory: a run directory or a saved baseline (hpubench.store.results's file names).
-RESULTS_MARKERS = ("cells.jsonl", "meta.json")
+# What marks a results directory: a run directory or a saved baseline.
+RESULTS_MARKERS = (CELLS_FILE, META_FILE)
 
 
 def os_error_text(exc: OSError) -> str:

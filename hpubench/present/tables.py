@@ -10,11 +10,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
+from hpubench.analysis.scaling import Scaling, scaling_efficiencies
 from hpubench.store.record import CellResult
 
-if TYPE_CHECKING:  # the CLI imports this module on every start; numpy is not needed to print results
+if TYPE_CHECKING:  # for annotations only
     from hpubench.analysis.compare import Comparison
-    from hpubench.analysis.scaling import Scaling
     from hpubench.analysis.stats import Estimate
 
 
@@ -136,8 +136,6 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
             overflow="fold" if col == "cell" else "ellipsis",
             no_wrap=col == "quality",
         )
-    from hpubench.analysis.scaling import scaling_efficiencies
-
     scaling = scaling_efficiencies(list(results))
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(results):

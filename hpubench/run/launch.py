@@ -33,7 +33,7 @@ from hpubench.run.executors.spawn import SpawnExecutor
 from hpubench.run.pluginload import import_limit_s
 from hpubench.run.scheduler import Adjust, Scheduler
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 ISOLATIONS = ("fork", "spawn")
 

@@ -31,7 +31,7 @@ from hpubench.run.executors.base import CellRequest, Executor
 from hpubench.run.logcap import cap_log
 from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 Adjust = Callable[[int, int, PlannedCell], tuple[PlannedCell, float]]
 

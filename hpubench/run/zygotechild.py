@@ -35,7 +35,7 @@ from hpubench.run import pluginload
 from hpubench.run.detect import detect
 from hpubench.run.zygotewire import USAGE_ERROR_PREFIX
 from hpubench.store.record import STATUS_FAILED, CellResult
-from hpubench.store.results import write_json_atomic
+from hpubench.store.rundir import write_json_atomic
 
 LOG_TAIL_LINES = 40
 

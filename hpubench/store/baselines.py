@@ -27,17 +27,11 @@ from typing import Any
 from hpubench.analysis.runspread import run_to_run_figures
 from hpubench.errors import UsageError
 from hpubench.present.outfile import os_error_text
+from hpubench.store.layout import CELLS_FILE, META_FILE
+from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
-from hpubench.store.results import (
-    CELLS_FILE,
-    META_FILE,
-    ResultStore,
-    load_results,
-    record_line,
-    utc_now_iso,
-    write_file_synced,
-    write_json_atomic,
-)
+from hpubench.store.rundir import ResultStore, record_line, write_file_synced, write_json_atomic
+from hpubench.store.runmeta import utc_now_iso
 
 try:
     import fcntl

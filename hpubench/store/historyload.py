@@ -13,7 +13,8 @@ from pathlib import Path
 
 from hpubench.analysis.history import Point
 from hpubench.store import baselines
-from hpubench.store.results import ResultStore, load_results
+from hpubench.store.readback import load_results
+from hpubench.store.rundir import ResultStore
 
 GIT_TIMEOUT_S = 5
 

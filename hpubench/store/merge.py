@@ -22,7 +22,7 @@ from typing import Any
 
 from hpubench.errors import UsageError
 from hpubench.store.record import CellResult
-from hpubench.store.results import record_line
+from hpubench.store.rundir import record_line
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,10 @@ from pathlib import Path
 from hpubench.errors import UsageError, WriteFailed
 from hpubench.present.outfile import os_error_text, results_dir_of
 from hpubench.store import runlock
+from hpubench.store.layout import CELLS_FILE, META_FILE
 from hpubench.store.merge import Merged, Source, combine
-from hpubench.store.results import (
-    CELLS_FILE,
-    META_FILE,
-    ResultStore,
-    record_line,
-    utc_now_iso,
-    write_file_synced,
-)
+from hpubench.store.rundir import ResultStore, record_line, write_file_synced
+from hpubench.store.runmeta import utc_now_iso
 
 
 def _read(path: Path) -> Source:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hpubench.store.results import record_line
+from hpubench.store.rundir import record_line
 from tests.reportdata import fake_result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import hpubench.present.cli.main
+import hpubench.api
 from tests.badinput.clirun import assert_one_line, run_in_process, snapshot
 
 SLASH_SIZE_PLUGIN = """
@@ -28,7 +28,7 @@ def no_launch(monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("bad input reached the launcher: cells would have run")
 
-    monkeypatch.setattr(hpubench.present.cli.main, "_launcher", refuse)
+    monkeypatch.setattr(hpubench.api, "open_launcher", refuse)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "keep.txt").write_text("present before the call\n")
     return tmp_path

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import hpubench.present.cli.main
+import hpubench.api
 from tests.badinput.cases import CASES, GOOD, Case
 from tests.badinput.clirun import assert_one_line, run_in_process, snapshot
 
@@ -34,7 +34,7 @@ def test_bad_input_table(case: Case, template, tmp_path, monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("bad input reached the launcher: workers would have started")
 
-    monkeypatch.setattr(hpubench.present.cli.main, "_launcher", refuse)
+    monkeypatch.setattr(hpubench.api, "open_launcher", refuse)
     for name in ENV_NAMES:
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():

@@ -15,7 +15,8 @@ import pytest
 from reportdata import PAYLOAD, fake_result
 
 from hpubench.present.cli.main import main
-from hpubench.store.results import ResultStore, run_metadata
+from hpubench.store.rundir import ResultStore
+from hpubench.store.runmeta import run_metadata
 
 websocket = pytest.importorskip(
     "websocket", reason="websocket-client is not installed (pip install -e .[dev])"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.store.results import load_results
+from hpubench.store.readback import load_results
 
 MATRIX = ("-w", "mlp,gpt", "--precision", "32-true,bf16-mixed", "--steps", "3", "--no-telemetry")
 NO_SLURM = {"SLURM_ARRAY_TASK_ID": "", "SLURM_ARRAY_TASK_COUNT": ""}

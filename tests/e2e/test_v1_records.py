@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 from hpubench.core.runtimeinfo import RuntimeInfo
+from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION
-from hpubench.store.results import load_results
 
 V1 = Path(__file__).resolve().parents[1] / "data" / "v1_run"
 

@@ -16,7 +16,7 @@ import pytest
 
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Event, Launcher
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 PLUGIN = str(Path(__file__).resolve().parents[1] / "plugins" / "escapers.py")
 

@@ -22,7 +22,7 @@ from hpubench.measure.conditions import plan_threads, thread_policy
 from hpubench.measure.stopping import next_check
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Launcher
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 MARK = "HPUBENCH_TEST_MARK"

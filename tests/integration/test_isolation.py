@@ -22,7 +22,7 @@ import pytest
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Event, Launcher
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -309,7 +309,7 @@ _DRIVER = textwrap.dedent(
     import json, sys
     from hpubench.plan.cell import Cell, PlannedCell
     from hpubench.run.launch import Launcher
-    from hpubench.store.results import ResultStore
+    from hpubench.store.rundir import ResultStore
 
     plan = [PlannedCell(Cell.from_dict(d), r) for d, r in json.loads(sys.argv[3])]
     with Launcher([sys.argv[2]]) as launcher:

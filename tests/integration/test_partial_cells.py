@@ -13,7 +13,7 @@ from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Event, Launcher
 from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 PLUGIN = str(Path(__file__).resolve().parents[1] / "plugins" / "slow_steps.py")
 STEP_S = 0.1  # every step of these workloads sleeps this long

@@ -14,7 +14,7 @@ import pytest
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.worker import run_cell
-from hpubench.store.results import load_results
+from hpubench.store.readback import load_results
 
 MATMUL_OPS = {"aten::addmm", "aten::mm", "aten::linear", "aten::matmul", "aten::bmm"}
 STEPS, WARMUP, ACTIVE = 3, 1, 2

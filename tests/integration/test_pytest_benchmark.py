@@ -14,8 +14,8 @@ import pytest
 from reportdata import fake_result, write_run
 
 from hpubench.present.export import to_pytest_benchmark
+from hpubench.store.readback import load_results
 from hpubench.store.record import STATUS_FAILED
-from hpubench.store.results import load_results
 
 pytest_plugins = ["pytester"]
 

@@ -16,8 +16,8 @@ from reportdata import PAYLOAD, fake_result, hpubench_cli, table_rows, write_run
 from hpubench.analysis.compare import compare, group_runs
 from hpubench.analysis.prices import Tables
 from hpubench.present.cli.main import main
+from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION
-from hpubench.store.results import load_results
 from reports import fmt
 
 REL = 1e-9

@@ -12,7 +12,8 @@ from reportdata import fake_result, table_rows, write_run
 from hpubench.plan import dimensions
 from hpubench.plan.dimensions import Dimension
 from hpubench.present.cli.main import main
-from hpubench.store.results import COLUMNS, load_results, to_dataframe
+from hpubench.store.frame import COLUMNS, to_dataframe
+from hpubench.store.readback import load_results
 
 
 def _parse(value: object) -> int:

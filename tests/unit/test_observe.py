@@ -232,7 +232,7 @@ def test_records_without_observations_still_read():
 
 
 def test_the_dataframe_carries_energy_and_profile_columns():
-    from hpubench.store.results import to_dataframe
+    from hpubench.store.frame import to_dataframe
 
     df = to_dataframe([_observed_result(), CellResult(Cell("gpt"), STATUS_OK)])
     row, plain = df.iloc[0], df.iloc[1]
@@ -269,7 +269,7 @@ def test_sparkline_shapes_a_series():
 
 def test_the_html_report_shows_operator_tables_energy_and_the_loader_split(tmp_path):
     from hpubench.measure.telemetry import absent
-    from hpubench.store.results import ResultStore
+    from hpubench.store.rundir import ResultStore
     from reports.api import report
 
     store = ResultStore(tmp_path / "run")

@@ -12,8 +12,10 @@ from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.executors.base import CellOutcome, CellRequest, Executor
 from hpubench.run.scheduler import Scheduler
+from hpubench.store.frame import to_dataframe
+from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore, load_results, to_dataframe
+from hpubench.store.rundir import ResultStore
 
 
 def _ok(cell: Cell, repeat: int = 0, wall: float = 1.0) -> CellResult:

@@ -13,7 +13,7 @@ from hpubench.run.events import Event
 from hpubench.run.executors.base import CellOutcome, CellRequest, Executor
 from hpubench.run.scheduler import Scheduler
 from hpubench.store.record import CellResult
-from hpubench.store.results import ResultStore
+from hpubench.store.rundir import ResultStore
 
 
 class _Canned(Executor):

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.store import results
+from hpubench.store import rundir
 
 
 def test_scratch_write_is_whole_and_not_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
     target = tmp_path / "result.json"
-    results.write_json_atomic(target, {"a": [1, 2, 3]}, indent=None, durable=False)
+    rundir.write_json_atomic(target, {"a": [1, 2, 3]}, indent=None, durable=False)
     assert json.loads(target.read_text()) == {"a": [1, 2, 3]}
     assert synced == []
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left
@@ -29,7 +29,7 @@ def test_durable_write_syncs_file_and_dir(tmp_path: Path, monkeypatch: pytest.Mo
     synced: list[int] = []
     real = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
-    results.write_json_atomic(tmp_path / "meta.json", {"b": 1})
+    rundir.write_json_atomic(tmp_path / "meta.json", {"b": 1})
     assert len(synced) == 2  # the file, then its directory
 
 
@@ -42,7 +42,7 @@ def test_scratch_write_full_disk_no_half_file(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(Path, "write_text", full)
     with pytest.raises(OSError):
-        results.write_json_atomic(target, {"new": True}, indent=None, durable=False)
+        rundir.write_json_atomic(target, {"new": True}, indent=None, durable=False)
     with open(target) as f:
         assert json.loads(f.read()) == {"old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]

@@ -17,8 +17,11 @@ from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 from hpubench.plan.inventory import DeviceInfo, Inventory
+from hpubench.store.frame import COLUMNS, to_dataframe
+from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION, CellResult, Metrics
-from hpubench.store.results import COLUMNS, ResultStore, load_results, run_metadata, to_dataframe
+from hpubench.store.rundir import ResultStore
+from hpubench.store.runmeta import run_metadata
 
 
 def _metrics(sps: float = 100.0) -> Metrics:
@@ -255,8 +258,11 @@ def test_dataframe_has_one_flat_row_per_cell_in_a_stable_column_order(tmp_path: 
     assert list(to_dataframe([]).columns) == list(COLUMNS)
 
 
-def test_store_module_does_not_import_pandas_or_torch() -> None:
-    code = "import sys, hpubench.store.results; print('pandas' in sys.modules, 'torch' in sys.modules)"
+def test_store_modules_do_not_import_pandas_or_torch() -> None:
+    code = (
+        "import sys, hpubench.store.rundir, hpubench.store.readback, hpubench.store.frame, "
+        "hpubench.store.runmeta; print('pandas' in sys.modules, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -278,7 +284,7 @@ _WRITER = textwrap.dedent(
     import sys
     from hpubench.plan.cell import Cell
     from hpubench.store.record import CellResult
-    from hpubench.store.results import ResultStore
+    from hpubench.store.rundir import ResultStore
 
     store = ResultStore(sys.argv[1])
     # long reasons make each write big enough that a kill lands inside one sometimes

@@ -1,19 +1,22 @@
 """``hpubench doctor``, registered on the main typer app: parse, call ``hpubench.api.diagnose``, print.
 
-Kept apart from ``hpubench.present.cli.main`` (already long). Exit 1 when any finding FAILs, 0 otherwise; a
+A command group of its own, as each is. Exit 1 when any finding FAILs, 0 otherwise; a
 bad argument is a UsageError (one line, exit 2) like everywhere else.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from hpubench.analysis import doctor as dr
+from hpubench.present.cli.consoles import out_console
 
 
-def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+def register(app: typer.Typer) -> None:
+    """Add ``doctor`` to the main app."""
+
     @app.command()
     def doctor(
         json_out: Annotated[
@@ -26,8 +29,9 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         """Check this machine before benchmarking: torch, device frameworks and drivers, modes, visible
         devices, libraries (hccl, HLML, nccl, NVML), CPU governor, threads, free memory, and which cells of
         the matrix would be skipped and why. Each finding is OK, WARN or FAIL with its fix; exit 1 on FAIL."""
-        from hpubench import api
-        from hpubench.run.launch import Launcher
+        # deferred, as every command's work: api and the launcher pull numpy; the CLI starts without it
+        from hpubench import api  # deferred: numpy (api)
+        from hpubench.run.launch import Launcher  # deferred: numpy
 
         spec = api.resolve_spec(matrix, {})  # a bad --matrix is a usage error before anything starts
         with Launcher() as launcher:

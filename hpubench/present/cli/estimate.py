@@ -1,5 +1,5 @@
 """The command line's view of estimates and budgets: the table ``list cells`` and ``run`` print before
-anything runs, and the ``--budget`` value. Kept out of ``hpubench.present.cli.main`` (already large); no logic
+anything runs, and the ``--budget`` value. Shared by ``run`` (runcmd) and ``list cells`` (listing); no logic
 here beyond formatting: the figures come from ``hpubench.plan.preflight``."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Commands for CI: ``gate``, ``baseline save|list`` and ``export``, registered on the main typer app.
 
-Kept apart from ``hpubench.present.cli.main`` so the commands people add there and these do not collide;
-``cli`` calls :func:`register` once. Like the rest of the CLI: parse, call, print; bad input is a UsageError
-(one line, exit 2).
+A command group of its own, as each is; ``hpubench.present.cli.main`` calls :func:`register` once. Like
+the rest of the CLI: parse, call, print; bad input is a UsageError (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -10,11 +9,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from hpubench.errors import UsageError
+from hpubench.present.cli.consoles import err_console, out_console
+from hpubench.present.outfile import check_suffix, check_target, write_output
 
 _PCT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]?i?B?)\s*$", re.IGNORECASE)
@@ -86,7 +88,8 @@ def _filter_accelerator(records, accelerator: str | None, option: str):
     return kept
 
 
-def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+def register(app: typer.Typer) -> None:
+    """Add ``gate``, ``export`` and the ``baseline save|list`` group to the main app."""
     baseline_app = typer.Typer(
         rich_markup_mode=None, no_args_is_help=True, help="Save and list named baselines for 'gate'."
     )
@@ -168,12 +171,14 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         One run a side cannot show run-to-run drift: such cells pass as "insufficient evidence" (run with
         --repeat 3 or more, or gate against a baseline saved from repeated runs, which stores each cell's
         run-to-run spread). Every cell shows the smallest slowdown its runs could detect."""
-        from hpubench.analysis import gate as gate_mod
-        from hpubench.analysis.runspread import stored_spreads
-        from hpubench.present.gate_report import junit_xml, terminal_table
-        from hpubench.present.gate_report import markdown as render_markdown
-        from hpubench.store import baselines
-        from hpubench.store.results import load_results
+        # deferred, as every command's work: the gate, its reports and the baselines pull numpy; the CLI
+        # starts (and prints --help) without it
+        from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis.runspread import stored_spreads  # deferred: numpy
+        from hpubench.present.gate_report import junit_xml, terminal_table  # deferred: numpy
+        from hpubench.present.gate_report import markdown as render_markdown  # deferred: numpy
+        from hpubench.store import baselines  # deferred: numpy (baselines)
+        from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
 
         thresholds = parse_thresholds(max_regression)
         settings = gate_mod.GateSettings(
@@ -216,7 +221,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         note: Annotated[str | None, typer.Option("--note", help="Free text kept in the index.")] = None,
     ) -> None:
         """Keep a run as a named baseline: <dir>/<name>/{cells.jsonl,meta.json} plus <dir>/index.json."""
-        from hpubench.store import baselines
+        from hpubench.store import baselines  # deferred: pulls numpy; the CLI starts without it
 
         target = baselines.save(results, name, directory, force=force, note=note)
         entry = baselines.read_index(directory)[name]
@@ -230,9 +235,7 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
     @baseline_app.command("list")
     def baseline_list(directory: BaselineDir = Path(".hpubench/baselines")) -> None:
         """The saved baselines, newest first."""
-        from rich.table import Table
-
-        from hpubench.store import baselines
+        from hpubench.store import baselines  # deferred: pulls numpy; the CLI starts without it
 
         index = baselines.read_index(directory)
         table = Table(title=f"baselines in {directory}")
@@ -262,10 +265,12 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
         baseline_dir: BaselineDir = Path(".hpubench/baselines"),
     ) -> None:
         """Write results in another tool's format: pytest-benchmark JSON, which its 'compare' reads."""
-        from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark
-        from hpubench.present.outfile import check_suffix, check_target, write_output
-        from hpubench.store import baselines
-        from hpubench.store.results import ResultStore, load_results
+        # deferred, as every command's work: the exporter and the baselines pull numpy; the CLI starts
+        # without it
+        from hpubench.present.export import FORMATS, SUFFIXES, to_pytest_benchmark  # deferred: numpy
+        from hpubench.store import baselines  # deferred: numpy (baselines)
+        from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
+        from hpubench.store.rundir import ResultStore  # deferred: the record modules, ~40 ms
 
         if fmt not in FORMATS:
             raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

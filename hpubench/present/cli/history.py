@@ -10,15 +10,19 @@ commands; like the rest of the CLI: parse, call, print.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from hpubench.errors import UsageError
+from hpubench.present.cli.consoles import err_console, out_console
 from hpubench.present.cli.gate import BaselineDir, parse_thresholds
+from hpubench.present.outfile import check_suffix, check_target, write_output
 
 
-def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
+def register(app: typer.Typer) -> None:
+    """Add ``history`` to the main app."""
+
     @app.command()
     def history(
         names: Annotated[
@@ -51,12 +55,12 @@ def register(app: typer.Typer, out_console: Any, err_console: Any) -> None:
     ) -> None:
         """Each cell's throughput across saved baselines in commit order, with intervals and the gate's
         verdict between each two consecutive baselines (what 'gate' would have said at each step)."""
-        # On use, as every command's work: the CLI starts without pandas, plotly or the gate.
-        from hpubench.analysis import gate as gate_mod
-        from hpubench.analysis import history as history_mod
-        from hpubench.present.outfile import check_suffix, check_target, write_output
-        from hpubench.store.historyload import load_points
-        from reports.history import history_html
+        # deferred, as every command's work: the CLI starts without pandas, jinja2, plotly (reports) or
+        # numpy (the gate, the history, the baselines)
+        from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis import history as history_mod  # deferred: numpy
+        from hpubench.store.historyload import load_points  # deferred: numpy
+        from reports.history import history_html  # deferred: pandas, jinja2, plotly
 
         check_suffix(out, ("html", "htm"))
         check_target(out)

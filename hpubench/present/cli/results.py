@@ -16,6 +16,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from hpubench.errors import UsageError
+from hpubench.present.cli.consoles import err_console, out_console, print_observations
+from hpubench.present.cli.options import WideOpt
+
 DEFAULT = "show"
 
 
@@ -28,29 +32,69 @@ class ResultsGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-def register(results_app: typer.Typer, out_console: Any, err_console: Any) -> None:
-    @results_app.command("merge")
-    def merge(
-        paths: Annotated[list[Path], typer.Argument(help="Run directories to merge (e.g. every shard's).")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="The new run directory to write.")],
-    ) -> None:
-        """Merge run directories (the shards of 'run --shard K/N') into one new run directory.
+def register(results_app: typer.Typer) -> None:
+    """Add ``show`` (the default) and ``merge`` to the ``results`` group."""
+    results_app.command("show")(show)
+    results_app.command("merge")(merge)
 
-        Identical records are kept once; two different records of one cell are refused, naming the cell.
-        Every input's metadata (host, inventory, command, shard) is kept in the new meta.json; report,
-        compare, gate and baseline save read the merged directory as any run."""
-        from hpubench.store.mergerun import merge_dirs  # on use, as every command's work: a fast CLI start
 
-        merged = merge_dirs(paths, out, ["hpubench", *sys.argv[1:]])
-        cells = len({r.key for r in merged.records})
-        hosts = merged.meta["merged"]["hosts"]
+def show(
+    paths: Annotated[list[Path], typer.Argument(help="Run directories or cells.jsonl files.")],
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also show operator tables, memory timelines, loader splits and energy where recorded.",
+        ),
+    ] = False,
+    wide: WideOpt = False,
+) -> None:
+    """Print the results of one or more runs ('hpubench results merge DIR... -o DIR' joins the run
+    directories of a sharded run into one: see 'hpubench results merge --help')."""
+    # deferred, as every command's work: the table view pulls numpy, the record readers about 40 ms of
+    # modules (pandas itself stays deferred inside to_dataframe); the CLI starts without them
+    from hpubench.present.narrowtable import results_view  # deferred: numpy
+    from hpubench.store.frame import to_dataframe  # deferred: the record modules; pandas itself on use
+    from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
+
+    if fmt not in ("table", "csv", "json"):
+        raise UsageError(f"--format must be table, csv or json, got {fmt!r}")
+    loaded = load_results([str(p) for p in paths])
+    if fmt == "table":
         out_console.print(
-            f"merged {len(paths)} run(s) from {len(hosts)} host(s) -> {out}: {len(merged.records)} record(s) "
-            f"of {cells} cell(s)"
-            + (f", {merged.duplicates} identical duplicate(s) dropped" if merged.duplicates else ""),
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
+            *results_view(loaded, ", ".join(str(p) for p in paths), out_console.width, wide), sep="\n"
         )
-        for note in merged.notes:
-            err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        if profile:
+            print_observations(loaded, paths[0] if len(paths) == 1 and paths[0].is_dir() else None)
+    elif fmt == "csv":
+        sys.stdout.write(to_dataframe(loaded).to_csv(index=False))
+    else:
+        sys.stdout.write(to_dataframe(loaded).to_json(orient="records", indent=1) + "\n")
+
+
+def merge(
+    paths: Annotated[list[Path], typer.Argument(help="Run directories to merge (e.g. every shard's).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The new run directory to write.")],
+) -> None:
+    """Merge run directories (the shards of 'run --shard K/N') into one new run directory.
+
+    Identical records are kept once; two different records of one cell are refused, naming the cell.
+    Every input's metadata (host, inventory, command, shard) is kept in the new meta.json; report,
+    compare, gate and baseline save read the merged directory as any run."""
+    # deferred, as every command's work: the record modules (about 40 ms) load only when used
+    from hpubench.store.mergerun import merge_dirs
+
+    merged = merge_dirs(paths, out, ["hpubench", *sys.argv[1:]])
+    cells = len({r.key for r in merged.records})
+    hosts = merged.meta["merged"]["hosts"]
+    out_console.print(
+        f"merged {len(paths)} run(s) from {len(hosts)} host(s) -> {out}: {len(merged.records)} record(s) "
+        f"of {cells} cell(s)"
+        + (f", {merged.duplicates} identical duplicate(s) dropped" if merged.duplicates else ""),
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    for note in merged.notes:
+        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

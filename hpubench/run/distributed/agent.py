@@ -24,7 +24,7 @@ import traceback
 from typing import Any
 
 from hpubench.run.distributed.spec import AGENT_SUMMARY_FILE, ELASTIC_LOG_DIR, LaunchSpec
-from hpubench.store.results import write_json_atomic
+from hpubench.store.rundir import write_json_atomic
 
 # Seconds the agent gives its workers between SIGTERM and SIGKILL when it stops them.
 WORKER_STOP_GRACE_S = 2

@@ -42,7 +42,7 @@ from hpubench.run.distributed.spec import (
 )
 from hpubench.run.procwait import wait_exit
 from hpubench.store.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
 
 TOKEN_ENV = "HPUBENCH_CELL_TOKEN"
 AGENT_STOP_GRACE_S = 5.0  # SIGTERM -> SIGKILL for the agent: it needs a moment to stop its workers

@@ -33,7 +33,7 @@ from hpubench.run import zygotechild
 from hpubench.run.distributed.agent import die_with_parent
 from hpubench.run.distributed.spec import RESULT_FILE, LaunchSpec, rank_status_file
 from hpubench.store.record import STATUS_FAILED
-from hpubench.store.results import write_json_atomic
+from hpubench.store.rundir import write_json_atomic
 
 
 class RankFailed(RuntimeError):

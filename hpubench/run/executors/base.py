@@ -34,7 +34,7 @@ from hpubench.plan.runoptions import RunOptions
 from hpubench.run import proctree
 from hpubench.run.childresult import Detected, collect, failed
 from hpubench.store.record import CellResult
-from hpubench.store.results import utc_now_iso
+from hpubench.store.runmeta import utc_now_iso
 
 EnvSignature = tuple[tuple[str, str], ...]
 SCRATCH_PREFIX = "hpubench-launch-"
