@@ -9,52 +9,8 @@ import-time cycle.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("hpubench", "reports", "workloads")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def modules() -> dict[str, Path]:
-    return {module_name(p): p for top in PACKAGES for p in (ROOT / top).rglob("*.py")}
-
-
-def _resolve(mod: str, node: ast.ImportFrom, is_pkg: bool) -> str:
-    if not node.level:
-        return node.module or ""
-    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
-def top_level_imports(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Modules of ours that ``mod`` imports at import time (module body, not functions or TYPE_CHECKING)."""
-    tree = ast.parse(path.read_text())
-    out: set[str] = set()
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
-            if isinstance(node, ast.Import):
-                out.update(a.name for a in node.names if a.name in known)
-            elif isinstance(node, ast.ImportFrom):
-                target = _resolve(mod, node, path.name == "__init__.py")
-                for a in node.names:
-                    sub = f"{target}.{a.name}"
-                    out.add(sub if sub in known else target)
-            elif isinstance(node, (ast.If, ast.Try, ast.With)):
-                for block in ("body", "orelse", "finalbody", "handlers"):
-                    for child in getattr(node, block, []) or []:
-                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
-
-    visit(tree.body)
-    return {m for m in out if m in known and m != mod}
+from sourcetree import PACKAGES, graph, modules, parse, resolve
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -92,13 +48,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports at import time. A submodule's implicit import of its parent
-    package is not an edge: Python always runs the parent first, whatever the submodule imports."""
-    known = modules()
-    return {m: top_level_imports(m, p, known) for m, p in known.items()}
-
-
 def test_no_import_cycles() -> None:
     assert cycles(graph()) == []
 
@@ -111,9 +60,9 @@ def test_no_private_names_imported_across_modules() -> None:
     known = modules()
     bad = []
     for mod, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path)):
             if isinstance(node, ast.ImportFrom):
-                target = _resolve(mod, node, path.name == "__init__.py")
+                target = resolve(mod, node, path.name == "__init__.py")
                 if target.split(".")[0] in PACKAGES:
                     bad += [f"{mod}: from {target} import {a.name}" for a in node.names if private(a.name)]
     assert bad == []
