@@ -54,8 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hpubench.analysis.gate import GateSettings, gate  # noqa: E402
+from hpubench.analysis.gate import gate  # noqa: E402
 from hpubench.analysis.gateoutcomes import INSUFFICIENT, REGRESSION, GateResult  # noqa: E402
+from hpubench.analysis.gaterules import GateSettings  # noqa: E402
 from hpubench.plan.cell import Cell, PlannedCell  # noqa: E402
 from hpubench.run.launch import Launcher  # noqa: E402
 from hpubench.store.readback import load_results  # noqa: E402

@@ -103,14 +103,10 @@ from hpubench.analysis.gateoutcomes import (
     CellVerdict,
     GateResult,
 )
-from hpubench.analysis.gaterules import DEFAULT_THRESHOLD, GateSettings
+from hpubench.analysis.gaterules import GateSettings
 from hpubench.analysis.gateverdicts import measured_verdict, throughput_change
 from hpubench.errors import UsageError
 from hpubench.store.record import CellResult
-
-# What a caller needs to run a gate: the entry point and the settings it takes (with the default threshold
-# the command line offers); the verdicts it returns are in ``gateoutcomes``.
-__all__ = ["DEFAULT_THRESHOLD", "GateSettings", "gate"]
 
 Sides = dict[str, CellRuns]
 

@@ -11,7 +11,7 @@ from gatedata import drifting_side, make_result, make_side
 
 from hpubench.analysis.compare import compare
 from hpubench.analysis.estimator import estimate_change
-from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gate import gate
 from hpubench.analysis.gateoutcomes import (
     IMPROVEMENT,
     INSUFFICIENT,
@@ -20,6 +20,7 @@ from hpubench.analysis.gateoutcomes import (
     NOT_COMPARABLE,
     REGRESSION,
 )
+from hpubench.analysis.gaterules import GateSettings
 from hpubench.analysis.prices import Tables
 from hpubench.plan.cell import Cell
 

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpubench.analysis.estimator import RunSpread, estimate_change
-from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gate import gate
 from hpubench.analysis.gateoutcomes import (
     FAILED,
     FIXED,
@@ -28,7 +28,11 @@ from hpubench.analysis.gateoutcomes import (
     SKIPPED,
     STILL_FAILING,
 )
-from hpubench.analysis.gaterules import permutation_test_can_decide, runs_needed_for_permutation_test
+from hpubench.analysis.gaterules import (
+    GateSettings,
+    permutation_test_can_decide,
+    runs_needed_for_permutation_test,
+)
 from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell

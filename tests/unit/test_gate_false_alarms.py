@@ -18,8 +18,9 @@ import pytest
 from gatedata import drifting_side
 
 from hpubench.analysis.estimator import RunSpread, run_to_run_spread
-from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gate import gate
 from hpubench.analysis.gateoutcomes import INSUFFICIENT, REGRESSION
+from hpubench.analysis.gaterules import GateSettings
 from hpubench.plan.cell import Cell
 
 GATES = 400

@@ -10,7 +10,8 @@ import numpy as np
 from gatedata import MIB, make_side
 from rich.console import Console
 
-from hpubench.analysis.gate import GateSettings, gate
+from hpubench.analysis.gate import gate
+from hpubench.analysis.gaterules import GateSettings
 from hpubench.plan.cell import Cell
 from hpubench.present.gate_report import junit_xml, markdown, ordered, terminal_table
 from hpubench.store.record import CellResult

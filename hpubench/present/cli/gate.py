@@ -174,6 +174,7 @@ def register(app: typer.Typer) -> None:
         # deferred, as every command's work: the gate, its reports and the baselines pull numpy; the CLI
         # starts (and prints --help) without it
         from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis import gaterules  # deferred: numpy
         from hpubench.analysis.runspread import stored_spreads  # deferred: numpy
         from hpubench.present.gate_report import junit_xml, terminal_table  # deferred: numpy
         from hpubench.present.gate_report import markdown as render_markdown  # deferred: numpy
@@ -181,9 +182,9 @@ def register(app: typer.Typer) -> None:
         from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
 
         thresholds = parse_thresholds(max_regression)
-        settings = gate_mod.GateSettings(
-            throughput_threshold=thresholds.get("throughput", gate_mod.DEFAULT_THRESHOLD),
-            memory_threshold=thresholds.get("memory", gate_mod.DEFAULT_THRESHOLD),
+        settings = gaterules.GateSettings(
+            throughput_threshold=thresholds.get("throughput", gaterules.DEFAULT_THRESHOLD),
+            memory_threshold=thresholds.get("memory", gaterules.DEFAULT_THRESHOLD),
             memory_floor_bytes=parse_bytes(memory_floor, "--memory-floor"),
             alpha=alpha,
             correction=correction,

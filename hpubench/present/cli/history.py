@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         verdict between each two consecutive baselines (what 'gate' would have said at each step)."""
         # deferred, as every command's work: the CLI starts without pandas, jinja2, plotly (reports) or
         # numpy (the gate, the history, the baselines)
-        from hpubench.analysis import gate as gate_mod  # deferred: numpy
+        from hpubench.analysis import gaterules  # deferred: numpy
         from hpubench.analysis import history as history_mod  # deferred: numpy
         from hpubench.store.historyload import load_points  # deferred: numpy
         from reports.history import history_html  # deferred: pandas, jinja2, plotly
@@ -69,9 +69,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--alpha must be between 0 and 1, got {alpha}")
         if order not in history_mod.ORDERS:
             raise UsageError(f"--order must be one of {', '.join(history_mod.ORDERS)}, got {order!r}")
-        settings = gate_mod.GateSettings(
-            throughput_threshold=thresholds.get("throughput", gate_mod.DEFAULT_THRESHOLD),
-            memory_threshold=thresholds.get("memory", gate_mod.DEFAULT_THRESHOLD),
+        settings = gaterules.GateSettings(
+            throughput_threshold=thresholds.get("throughput", gaterules.DEFAULT_THRESHOLD),
+            memory_threshold=thresholds.get("memory", gaterules.DEFAULT_THRESHOLD),
             alpha=alpha,
             statistic=statistic,
             missing="ignore",
