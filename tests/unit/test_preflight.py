@@ -142,6 +142,38 @@ def test_cells_faster_than_estimated_never_shrink_the_estimates_of_later_ones():
     assert run.slowdown() == 1.0
 
 
+def test_a_workload_slower_than_estimated_scales_its_own_later_cells_though_others_ran_fast():
+    # full --budget 60m here: resnet standard ran 2.95x its estimate while the run-wide factor stood at
+    # 1.00-1.06 (diluted by the many cells faster than theirs), so its 16-mixed cells got timeouts of 3x a
+    # far-too-low estimate and were killed before a measured step.
+    clock = Clock()
+    cells = [
+        PlannedCell(Cell("fast", warmup_steps=1, steps=2)),
+        PlannedCell(Cell("slow", warmup_steps=1, steps=2)),
+        PlannedCell(Cell("slow", precision="16-mixed", warmup_steps=1, steps=2)),
+        PlannedCell(Cell("other", warmup_steps=1, steps=2)),
+    ]
+    step = [100.0, 10.0, 10.0, 10.0]
+    pre = Preflight(cells, [Estimate(s, 2 * s, 1.0, GIB, "t", "m") for s in step])
+    run = BudgetRun(pre, 3600.0, clock=clock)
+    for i, factor in ((0, 0.3), (1, 3.0)):
+        pc, _ = run.adjust(i, 0, pre.cells[i])
+        spent = run.notes[(pc.cell.key, 0)]["estimate_s"] + (WORKER_START_S if i == 0 else 0.0)
+        clock.t += factor * spent
+        run.on_event(Event("finished", i + 1, 4, pc.cell.key, "ok"))
+    assert run.slowdown() == 1.0  # run-wide: 0.3 x a big estimate + 3 x a small one
+    pc, timeout = run.adjust(2, 0, pre.cells[2])
+    note = run.notes[(pc.cell.key, 0)]
+    assert note["slowdown"] == pytest.approx(3.0)
+    assert timeout == pytest.approx(CELL_OVERRUN * note["estimate_s"] + CELL_SLACK_S)
+    assert note["estimate_s"] == pytest.approx(3.0 * (1.0 + 2 * 10.0 + 2 * 10.0), rel=0.05)
+    # A workload with no finished cell of its own keeps the run-wide factor.
+    clock.t += 60.0
+    run.on_event(Event("finished", 3, 4, pc.cell.key, "ok"))
+    other, _ = run.adjust(3, 0, pre.cells[3])
+    assert run.notes[(other.cell.key, 0)]["slowdown"] == pytest.approx(run.slowdown())
+
+
 def test_a_spent_budget_skips_the_remaining_cells_with_a_reason():
     clock = Clock()
     pre = _pre(2)
