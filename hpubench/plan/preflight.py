@@ -310,6 +310,11 @@ def _group(cell: Cell) -> str:
     return f"{cell.workload}|{cell.size}"
 
 
+def _factor(estimated_s: float, actual_s: float) -> float:
+    """Actual over estimated time as a factor on later estimates, kept within [1, 20] (see BudgetRun)."""
+    return 1.0 if estimated_s <= 0 else min(20.0, max(1.0, actual_s / estimated_s))
+
+
 def _item(key: str, pc: PlannedCell, est: Estimate | None, slowdown: float = 1.0) -> BudgetItem:
     c = pc.cell
     if est is None or est.step_s is None or est.first_step_s is None:
@@ -344,9 +349,8 @@ class BudgetRun:
         self.clock = clock
         self.started = clock() if started is None else started
         self.notes: dict[tuple[str, int], dict[str, Any]] = {}
-        self._est_done = 0.0
-        self._actual_done = 0.0
-        # The same sums per workload and size (their steps are alike whatever the precision or mode).
+        # Estimated and actual seconds of the finished cells, per workload and size (their steps are alike
+        # whatever the precision or mode); the run-wide figures are their sums.
         self._by_group: dict[str, tuple[float, float]] = {}
         self._current: tuple[str, float, float, str] | None = None  # key, estimate, start, group
         self._started_one = False
@@ -360,18 +364,15 @@ class BudgetRun:
         fixed cost) says little about a big one, and scaling estimates down could start a cell the
         budget cannot afford, one the plan had already refused up front; the time a fast cell saved is
         handed on anyway, since every re-plan shares out the time really left."""
-        if self._est_done <= 0:
-            return 1.0
-        return min(20.0, max(1.0, self._actual_done / self._est_done))
+        done = self._by_group.values()
+        return _factor(sum(est for est, _ in done), sum(actual for _, actual in done))
 
     def slowdown_for(self, cell: Cell) -> float:
         """The factor for ``cell``: its own workload and size's, once one of their cells has finished (the
         run-wide factor is diluted by other workloads: resnet standard ran 2.95x its estimate while it stood
         at 1.00-1.06), else the run-wide one. Never below 1, for the reason :meth:`slowdown` gives."""
         done = self._by_group.get(_group(cell))
-        if done is None or done[0] <= 0:
-            return self.slowdown()
-        return min(20.0, max(1.0, done[1] / done[0]))
+        return self.slowdown() if done is None else _factor(*done)
 
     def plan_from(self, rep: int, position: int) -> BudgetPlan:
         """The plan of the cells from (rep, position) on, with the budget left now."""
@@ -427,11 +428,8 @@ class BudgetRun:
             return
         self._current = None
         if ev.kind == "finished" and cur[1] > 0:
-            took = self.clock() - cur[2]
-            self._est_done += cur[1]
-            self._actual_done += took
             est, actual = self._by_group.get(cur[3], (0.0, 0.0))
-            self._by_group[cur[3]] = (est + cur[1], actual + took)
+            self._by_group[cur[3]] = (est + cur[1], actual + self.clock() - cur[2])
 
 
 class BudgetedStore(ResultStore):
