@@ -10,15 +10,17 @@ these facts is pure, in ``hpubench.plan.estimate`` and ``hpubench.plan.budget``.
 Per (workload, size, batch) it counts, in one forward + backward pass on meta:
 
 - parameters (elements; tied weights once, as the optimizer sees them) and trainable parameters;
-- FLOPs (``torch.utils.flop_counter``, the same count MFU uses);
+- FLOPs (``torch.utils.flop_counter``, the same count MFU uses), and of them the convolutions' (forward
+  and backward), which run at their own calibrated rate: fp16 convolution backward on a CPU ran ~100x
+  slower than the fp16 matmul there (1 against 198 GFLOP/s on one thread);
 - operators dispatched (a per-op dispatch cost dominates small cells on CPU);
 - bytes of the tensors autograd saves for backward (``saved_tensors_hooks``), at fp32: the activation
   memory, measured from the model itself rather than guessed from its config.
 
 Counts are cached in a JSON file per (workload, size, batch, digest of the workload's source file), so a
 second ``list cells`` skips the counting. The calibration (``--calibrate``) times square matmuls at each
-requested dtype on device 0 of one accelerator and reports TFLOP/s; it is written into the run directory
-by the caller.
+requested dtype on device 0 of one accelerator, and a convolution's forward + backward, and reports
+TFLOP/s of each; it is written into the run directory by the caller.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import workloads
 from hpubench.errors import UsageError
+from hpubench.measure.conditions import plan_threads, thread_policy
+from hpubench.measure.conditions_probe import affinity
 from hpubench.plan.cell import flops_key, parse_flops_key
 from hpubench.run import pluginload
 from hpubench.store.rundir import write_json_atomic
@@ -50,9 +54,17 @@ from workloads.base import Workload
 PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
 
 META = torch.device("meta")
-CALIBRATION_MAX_N = 512  # largest square product timed (one thread: 512 is near a BLAS's best rate)
-CALIBRATION_GROW_S = 0.05  # grow the matmul while one product takes less than this
+# Largest square product timed: on one host thread 512 is near a BLAS's best rate; an accelerator needs
+# far more work per launch (an H200 timed 14.5 bf16 TFLOP/s at 512 and ~790 at 8192: KINDS.md, and the
+# gpt standard bf16 cell there reached 160 achieved TFLOP/s, 11x the 512 figure).
+LINEAR_MAX_N = {"host": 512, "device": 8192}
+# Convolutions (fwd + bwd of a 3x3, stride 1, 28x28 maps, batch = channels / 16) grow by channels to:
+CONV_MAX_CHANNELS = {"host": 128, "device": 1024}
+CONV_HW = 28
+CALIBRATION_GROW_S = 0.05  # grow a problem while one timing takes less than this
+CALIBRATION_SATURATED = 1.05  # ... and while doubling it still raises the rate by more than 5%
 CALIBRATION_S = 0.2  # seconds spent timing each size
+FACTS_VERSION = 2  # bumped when count_model counts something new (2: conv_flops): older cache entries recount
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -140,11 +152,13 @@ def count_model(workload: Workload, size: str, batch_size: int) -> dict[str, int
     model.zero_grad(set_to_none=True)
     with _fused_attention(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         workload.loss(model, batch).backward()
+    by_op = flops.get_flop_counts().get("Global", {})
     return {
         "params": sum(p.numel() for p in params),
         "trainable_params": sum(p.numel() for p in params if p.requires_grad),
         "param_tensors": len(params),
         "flops": int(flops.get_total_flops()),
+        "conv_flops": int(sum(n for op, n in by_op.items() if "convolution" in str(op))),
         "ops": ops.ops,
         "activation_bytes_fp32": sum(saved.values()),
         "batch_bytes_fp32": sum(t.numel() * 4 for t in batch),
@@ -174,7 +188,7 @@ def facts(
         key = flops_key(name, size, batch, tuple(options.items()))
         digest = source_digest(wl)
         hit = cache.get(key)
-        if isinstance(hit, dict) and hit.get("digest") == digest:
+        if isinstance(hit, dict) and hit.get("digest") == digest and hit.get("version") == FACTS_VERSION:
             out[key] = hit
             continue
         t0 = time.perf_counter()
@@ -182,7 +196,12 @@ def facts(
             entry: dict[str, Any] = count_model(wl, size, batch)
         except Exception as exc:  # a model meta cannot run: no estimate for it, never a crash
             entry = {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
-        entry.update(digest=digest, optimizer=wl.optimizer, count_s=round(time.perf_counter() - t0, 3))
+        entry.update(
+            digest=digest,
+            version=FACTS_VERSION,
+            optimizer=wl.optimizer,
+            count_s=round(time.perf_counter() - t0, 3),
+        )
         out[key] = cache[key] = entry
         changed = True
     if changed and cache_path is not None:
@@ -194,39 +213,76 @@ def facts(
     return out
 
 
-def _linear_tflops(dtype: torch.dtype, device: torch.device, sync: Callable[[], None]) -> float:
-    """Best TFLOP/s of square ``F.linear`` products (the path a Linear layer takes, autocast included),
-    growing the size from 256 while one product takes under CALIBRATION_GROW_S: a slow dtype stays small
-    and quick. The best of many short timings is the rate when nothing interrupted."""
-    best_rate, n = 0.0, 256
+def _grow_rate(
+    make: Callable[[int], tuple[Callable[[], object], float]], n: int, max_n: int, sync: Callable[[], None]
+) -> float:
+    """Best TFLOP/s of ``make(n)``'s operation (it returns the callable and its FLOPs), doubling ``n``
+    while one run takes under CALIBRATION_GROW_S, the rate still rises and ``n`` stays within ``max_n``:
+    a slow dtype stays small and quick, an accelerator grows until launches no longer hide its rate. The
+    best of many short timings is the rate when nothing interrupted."""
+    best_rate = 0.0
     while True:
-        a = torch.randn(n, n, device=device).to(dtype)
-        b = torch.randn(n, n, device=device).to(dtype)
-        F.linear(a, b)  # first product: library start-up, never timed
+        fn, flop = make(n)
+        fn()  # first run: library start-up and autotuning, never timed
         sync()
         best = float("inf")
         end = time.perf_counter() + CALIBRATION_S
         for i in range(2000):
             t0 = time.perf_counter()
-            F.linear(a, b)
+            fn()
             sync()
             best = min(best, time.perf_counter() - t0)
             if i >= 1 and time.perf_counter() > end:
                 break
-        best_rate = max(best_rate, 2 * n**3 / best / 1e12)
-        if best > CALIBRATION_GROW_S or n >= CALIBRATION_MAX_N:
+        rate = flop / best / 1e12
+        saturated = rate < best_rate * CALIBRATION_SATURATED
+        best_rate = max(best_rate, rate)
+        if best > CALIBRATION_GROW_S or saturated or n * 2 > max_n:
             return best_rate
         n *= 2
 
 
+def _linear(dtype: torch.dtype, device: torch.device) -> Callable[[int], tuple[Callable[[], object], float]]:
+    """Square ``F.linear`` products (the path a Linear layer takes, autocast included)."""
+
+    def make(n: int) -> tuple[Callable[[], object], float]:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        return (lambda: F.linear(a, b)), 2.0 * n**3
+
+    return make
+
+
+def _conv(dtype: torch.dtype, device: torch.device) -> Callable[[int], tuple[Callable[[], object], float]]:
+    """A 3x3 convolution's forward and backward (input and weight gradients) at ``channels`` in and out:
+    training runs both, and on some devices the backward is the slow half."""
+
+    def make(channels: int) -> tuple[Callable[[], object], float]:
+        batch = max(1, channels // 16)
+        x = torch.randn(batch, channels, CONV_HW, CONV_HW, device=device).to(dtype).requires_grad_()
+        w = (torch.randn(channels, channels, 3, 3, device=device) * 0.05).to(dtype).requires_grad_()
+
+        def step() -> object:
+            out = F.conv2d(x, w, padding=1)
+            return torch.autograd.grad(out, (x, w), torch.ones_like(out))
+
+        return step, 3 * 2.0 * batch * channels * channels * 9 * CONV_HW * CONV_HW
+
+    return make
+
+
 def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]:
-    """TFLOP/s per dtype on device 0, and the cost of one tiny op (what small cells are made of).
+    """Linear-layer and convolution TFLOP/s per dtype on device 0, and the cost of one tiny op (what
+    small cells are made of).
 
     ``host``: the accelerator's devices are the host's cores (the inventory says so: CPU ranks share the
-    host). Then the rate is timed on ONE thread and multiplied by torch's thread count (linear scaling
-    assumed): with two threads a busy neighbour collapses every timing 40-100x (issue 11), while one
-    thread's best timing still shows the quiet machine's rate. A loaded machine then shows up as cells
-    slower than estimated, which a budgeted run corrects with measured times.
+    host). Then the rates are timed on ONE thread and left per thread, and ``rank_threads[n - 1]`` says
+    how many threads' worth each rank of an n-rank cell gets under the thread policy in force
+    (``hpubench.measure.conditions.plan_threads``: cores-1 gives a one-rank cell 1 thread of 2 cores),
+    never more than its share of the cores. Why one thread: with two threads a busy neighbour collapses
+    every timing 40-100x (issue 11), while one thread's best timing still shows the quiet machine's rate.
+    A loaded machine then shows up as cells slower than estimated, which a budgeted run corrects with
+    measured times.
     """
     from hpubench.core import accelerators  # deferred: imports the device framework, only when asked
 
@@ -236,16 +292,22 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
     threads = torch.get_num_threads()
     if host:
         torch.set_num_threads(1)
-    scale = threads if host else 1
+    where = "host" if host else "device"
     rates: dict[str, float] = {}
+    conv_rates: dict[str, float] = {}
     for name in dtypes:
         dtype = DTYPES.get(name)
         if dtype is None:
             continue
         try:
-            rates[name] = _linear_tflops(dtype, device, acc.synchronize) * scale
+            rates[name] = _grow_rate(_linear(dtype, device), 256, LINEAR_MAX_N[where], acc.synchronize)
         except Exception:  # a dtype the device cannot multiply: no calibrated rate for it
             continue
+        try:
+            conv = _conv(dtype, device)
+            conv_rates[name] = _grow_rate(conv, 32, CONV_MAX_CHANNELS[where], acc.synchronize)
+        except Exception:  # no convolution at this dtype here: linear rate only
+            pass
     x = torch.ones(8, device=device)
     best = float("inf")
     for _ in range(20):
@@ -256,7 +318,26 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
         best = min(best, (time.perf_counter() - t0) / 100)
     if host:
         torch.set_num_threads(threads)
-    return {"tflops": rates, "per_op_s": best, "threads": threads, "scaled_by_threads": host}
+    return {
+        "tflops": rates,
+        "conv_tflops": conv_rates,
+        "per_op_s": best,
+        "threads": threads,
+        "rank_threads": _rank_threads(threads) if host else [],
+    }
+
+
+def _rank_threads(default_threads: int) -> list[float]:
+    """Threads' worth of compute each rank of an n-rank host cell gets (index n - 1), under the policy in
+    this environment (the cells' own): its planned threads, torch's default where the plan leaves it,
+    at most its share of the CPUs."""
+    cpus = affinity()
+    policy = thread_policy(os.environ)
+    out = []
+    for n in range(1, len(cpus) + 1):
+        planned = plan_threads(policy, cpus, n, 0, os.environ).threads
+        out.append(min(float(planned if planned is not None else default_threads), len(cpus) / n))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,11 @@ Time, in order of preference:
 1. **From earlier results** (``Measured``): the mean measured step, the first warm-up step (compilation,
    graph capture and allocator warm-up land there) and the fixed cost (the record's wall time minus its
    steps) of the same cell key. The best estimate there is, on the machine that made it.
-2. **From FLOPs and a calibrated rate** (``Calibration``): ``step = flops / (rate * efficiency) + ops *
-   per_op_s``, with ``rate`` the TFLOP/s of a square linear-layer product at the precision's dtype timed
-   on this device (``hpubench.measure.probe``), ``per_op_s`` the dispatch cost of a tiny op (what dominates
+2. **From FLOPs and a calibrated rate** (``Calibration``): ``step = (flops - conv) / (rate * efficiency) +
+   conv / (conv_rate * efficiency) + ops * per_op_s``, with ``rate`` the TFLOP/s of a square linear-layer
+   product at the precision's dtype timed on this device (``hpubench.measure.probe``), ``conv_rate`` that
+   of a convolution's forward + backward there (``conv`` the convolution FLOPs of the step; without a
+   convolution rate they go at ``rate``), ``per_op_s`` the dispatch cost of a tiny op (what dominates
    small cells) and ``ops`` the operators of one step counted on meta. ``efficiency`` (MODEL_EFFICIENCY) is an
    assumption: whole models reach less than one large product.
 3. **From FLOPs and the published peak** times ASSUMED_PEAK_EFFICIENCY, when there is no calibration.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hpubench.measure.autosteps import AutoSteps, warmup_extension
 from hpubench.measure.stopping import MAX_AUTO_STEPS
@@ -44,9 +46,12 @@ from hpubench.plan import precisions
 from hpubench.plan.cell import Cell
 
 GIB = 1024**3
-# Whole-model rate / the calibrated linear-layer rate: an assumption. On this 2-core EPYC (quiet linear
-# rate ~180 GFLOP/s on 2 threads) gpt standard reached ~0.6 of it and resnet standard ~0.3 (the issue's
-# 63-70 and 55 s/step), so 0.45 errs by about +-30% on either.
+# Whole-model rate / the calibrated rate of its kind of operation: an assumption. Checked against the
+# --matrix full --budget 60m run of 2026-11-26 on this project's 2-core Xeon (cores-1: one thread for a
+# one-rank cell, one each for two ranks), re-estimated with the convolutions at their own rate and the
+# rate per thread: measured / estimated step 0.55-1.44 (gpt 0.85-0.88, bert 0.55-0.94, mlp 0.6-1.44,
+# resnet 32-true 0.87-1.25, resnet bf16-mixed 0.61-0.77). On an H200 (gpu-check, same day) gpt standard
+# bf16 reached 160 TFLOP/s eager and 276 compiled against a bf16 product rate of ~790: 0.2-0.35.
 MODEL_EFFICIENCY = 0.45
 ASSUMED_PEAK_EFFICIENCY = 0.4  # achieved / published peak without a calibration: an assumption
 FIRST_STEP_FACTOR = 2.0  # first warm-up step / steady step in eager: allocator, caches, lazy init
@@ -75,15 +80,28 @@ class ModelFacts:
     activation_bytes_fp32: int  # bytes saved for backward, at fp32
     batch_bytes_fp32: int
     optimizer: str = "adamw"
+    conv_flops: int = 0  # of ``flops``, those of convolutions (forward and backward)
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """This device's measured rates: ``tflops`` per dtype (square matmul) and one tiny op's cost."""
+    """This device's measured rates: ``tflops`` per dtype (square matmul), ``conv_tflops`` per dtype (a
+    convolution's forward + backward; empty where not timed) and one tiny op's cost."""
 
     tflops: Mapping[str, float]
     per_op_s: float
     source: str  # e.g. "calibrated: 1024x1024 matmul on cpu"
+    conv_tflops: Mapping[str, float] = field(default_factory=dict)
+    # Host devices (CPU ranks on shared cores): the rates above are per thread, and each rank of an
+    # n-rank cell gets rank_threads[n - 1] threads' worth. Empty: the rates are one device's.
+    rank_threads: tuple[float, ...] = ()
+
+    def rank_share(self, ranks_sharing: int) -> float:
+        """The multiple of the calibrated rates one rank gets when ``ranks_sharing`` ranks share the
+        device: its threads on a host, else an equal share of the device."""
+        if self.rank_threads:
+            return self.rank_threads[min(ranks_sharing, len(self.rank_threads)) - 1]
+        return 1.0 / ranks_sharing
 
 
 @dataclass(frozen=True)
@@ -183,15 +201,23 @@ def step_time_s(
     """Seconds per steady step and where the rate came from.
 
     ``ranks_sharing``: ranks that divide one device's compute among themselves (CPU "devices" are ranks
-    on one host's cores), so each gets 1/n of the calibrated rate.
+    on one host's cores): each gets ``Calibration.rank_share`` of the calibrated rate.
     """
     dtype = rate_dtype(precision)
     rate = calibration.tflops.get(dtype) if calibration is not None else None
     if rate and rate > 0:
         assert calibration is not None
-        per_rank = rate * 1e12 * MODEL_EFFICIENCY / ranks_sharing
-        step = facts.flops / per_rank + facts.ops * calibration.per_op_s * ranks_sharing
-        return step, f"{calibration.source} ({dtype} {rate * 1e3:.3g} GFLOP/s x {MODEL_EFFICIENCY} assumed)"
+        conv_rate = calibration.conv_tflops.get(dtype) if facts.conv_flops else None
+        conv = facts.conv_flops if conv_rate and conv_rate > 0 else 0
+        share = calibration.rank_share(ranks_sharing)
+        per_rank = rate * 1e12 * MODEL_EFFICIENCY * share
+        step = (facts.flops - conv) / per_rank + facts.ops * calibration.per_op_s * ranks_sharing
+        rates = f"{dtype} {rate * 1e3:.3g} GFLOP/s"
+        if conv:
+            assert conv_rate is not None
+            step += conv / (conv_rate * 1e12 * MODEL_EFFICIENCY * share)
+            rates += f", convolutions {conv_rate * 1e3:.3g} GFLOP/s;"
+        return step, f"{calibration.source} ({rates} x {MODEL_EFFICIENCY} assumed)"
     if peak_tflops:
         per_rank = peak_tflops * 1e12 * ASSUMED_PEAK_EFFICIENCY / ranks_sharing
         return facts.flops / per_rank, f"published {dtype} peak x {ASSUMED_PEAK_EFFICIENCY} assumed"

@@ -79,7 +79,13 @@ class Preflight:
     def to_dict(self) -> dict[str, Any]:
         return {
             "calibration": {
-                k: {"tflops": dict(c.tflops), "per_op_s": c.per_op_s, "source": c.source}
+                k: {
+                    "tflops": dict(c.tflops),
+                    "conv_tflops": dict(c.conv_tflops),
+                    "per_op_s": c.per_op_s,
+                    "source": c.source,
+                    "rank_threads": list(c.rank_threads),
+                }
                 for k, c in self.calibrations.items()
             },
             "facts": self.facts,
@@ -180,11 +186,14 @@ def run_probe(
             facts_out[key] = hit
     cals = {}
     for acc, c in (data.get("calibration") or {}).items():
-        how = f"1 thread x {c.get('threads')}" if c.get("scaled_by_threads") else "device 0"
+        rank_threads = tuple(float(t) for t in c.get("rank_threads") or ())
+        how = "per thread x the threads a rank gets" if rank_threads else "device 0"
         cals[acc] = Calibration(
             tflops=c["tflops"],
             per_op_s=float(c["per_op_s"]),
             source=f"FLOPs / {acc} linear-layer rate calibrated here ({how})",
+            conv_tflops=c.get("conv_tflops") or {},
+            rank_threads=rank_threads,
         )
     return facts_out, cals, None
 
@@ -212,6 +221,7 @@ def model_facts(entry: dict[str, Any] | None) -> ModelFacts | None:
         activation_bytes_fp32=int(entry["activation_bytes_fp32"]),
         batch_bytes_fp32=int(entry["batch_bytes_fp32"]),
         optimizer=str(entry.get("optimizer", "adamw")),
+        conv_flops=int(entry.get("conv_flops", 0)),
     )
 
 

@@ -218,3 +218,45 @@ def test_fsdp_splits_what_each_device_holds_and_says_so_when_it_cannot_fit() -> 
     )
     reason = E.memory_skip_reason(10 * 2**30, 2**30, sharded=True)
     assert reason is not None and "fsdp splits" in reason and "more devices" in reason
+
+
+def test_convolution_flops_go_at_the_convolution_rate_and_the_source_says_so():
+    convs = ModelFacts(
+        params=RESNET.params,
+        flops=RESNET.flops,
+        ops=RESNET.ops,
+        activation_bytes_fp32=RESNET.activation_bytes_fp32,
+        batch_bytes_fp32=RESNET.batch_bytes_fp32,
+        optimizer="sgd",
+        conv_flops=3_000_000_000_000,
+    )
+    cal = Calibration(
+        tflops={"fp32": 0.1, "fp16": 0.1},
+        per_op_s=1e-5,
+        source="calibrated here",
+        conv_tflops={"fp32": 0.05, "fp16": 0.001},
+    )
+    step, source = E.step_time_s(convs, "32-true", cal, None)
+    rest = convs.flops - convs.conv_flops
+    expected = rest / (0.1e12 * E.MODEL_EFFICIENCY) + 3e12 / (0.05e12 * E.MODEL_EFFICIENCY) + convs.ops * 1e-5
+    assert step == pytest.approx(expected)
+    assert "convolutions 50 GFLOP/s" in source
+    # A dtype whose convolutions are slow (fp16 backward on a CPU) is estimated slow, not at the matmul rate.
+    slow, _ = E.step_time_s(convs, "16-mixed", cal, None)
+    assert slow > 40 * step
+    # Without a convolution rate every FLOP goes at the linear rate, as before.
+    flat, flat_source = E.step_time_s(convs, "32-true", CAL, None)
+    assert flat == pytest.approx(convs.flops / (0.1e12 * E.MODEL_EFFICIENCY) + convs.ops * 1e-5)
+    assert "convolutions" not in flat_source
+
+
+def test_on_a_host_each_rank_gets_the_per_thread_rate_times_its_threads():
+    # cores-1 on 2 cores: a one-rank cell runs 1 thread, and so does each rank of a two-rank cell.
+    host = Calibration(tflops={"fp32": 0.1}, per_op_s=0.0, source="per thread", rank_threads=(1.0, 1.0))
+    one, _ = E.step_time_s(RESNET, "32-true", host, None, ranks_sharing=1)
+    two, _ = E.step_time_s(RESNET, "32-true", host, None, ranks_sharing=2)
+    assert one == pytest.approx(RESNET.flops / (0.1e12 * E.MODEL_EFFICIENCY))
+    assert two == pytest.approx(one)  # each rank has its own core: no slower per rank
+    four_threads = Calibration(tflops={"fp32": 0.1}, per_op_s=0.0, source="x", rank_threads=(4.0, 2.0))
+    assert E.step_time_s(RESNET, "32-true", four_threads, None)[0] == pytest.approx(one / 4)
+    assert E.step_time_s(RESNET, "32-true", four_threads, None, ranks_sharing=2)[0] == pytest.approx(one / 2)
