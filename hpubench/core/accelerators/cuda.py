@@ -179,4 +179,7 @@ class CUDAAccelerator(Accelerator):
 
         flags = {k: v for k, v in os.environ.items() if k.startswith(("CUDA_", "NCCL_", "PYTORCH_CUDA"))}
         flags["allow_tf32_matmul"] = str(torch.backends.cuda.matmul.allow_tf32)
+        # cuDNN's own switch (default on): 32-true convolutions may run on TF32 tensor cores even where
+        # matmuls do not, which bounds what an fp32 peak means for a convolutional model.
+        flags["allow_tf32_cudnn"] = str(torch.backends.cudnn.allow_tf32)
         return flags
