@@ -55,6 +55,8 @@ from typing import Any
 
 from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
 
+from hpubench.analysis.medianci import median_interval
+
 WARMUP_STEPS = 5
 # (workload, measured steps) for the throughput comparison, full and --quick.
 THROUGHPUT_PLAN = {
@@ -287,6 +289,7 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                 "hpubench_samples_per_s": _spread(hp_sps),
                 "bare_samples_per_s": _spread(bare_sps),
                 "ratio_hpubench_over_bare": _spread(ratios),
+                "ratio_median_interval": vars(median_interval(ratios)) if ratios else None,
                 # Fastest round of each side: the one least disturbed by anything else on the machine.
                 "ratio_best_rounds": max(hp_sps) / max(bare_sps) if hp_sps and bare_sps else None,
                 "max_abs_loss_diff": max((abs(a - b) for a, b in loss_pairs), default=None),
@@ -386,6 +389,22 @@ def _range(s: dict[str, Any], fmt: str) -> str:
     return f"{_f(s['median'], fmt)} ({_f(s['min'], fmt)}-{_f(s['max'], fmt)})"
 
 
+def ratio_verdict(ci: dict[str, Any] | None, low: float = 0.99, high: float = 1.01) -> str:
+    """Whether the rounds show the median hpubench/bare ratio inside [low, high], outside it, or cannot
+    tell at this noise (the interval straddles a bound: more rounds narrow it)."""
+    if not ci:
+        return "no ratio: a side did not run"
+    at = (
+        f"median {ci['median']:.3f}, interval {ci['low']:.3f}-{ci['high']:.3f} at "
+        f"{ci['coverage']:.0%} over {ci['n']} rounds"
+    )
+    if low <= ci["low"] and ci["high"] <= high:
+        return f"inside the target: {at}"
+    if ci["high"] < low or ci["low"] > high:
+        return f"OUTSIDE the target: {at}"
+    return f"not decided at this noise: {at}; more --rounds narrow it"
+
+
 def print_report(res: dict[str, Any]) -> None:
     env = res["environment"]
     print()
@@ -439,6 +458,9 @@ def print_report(res: dict[str, Any]) -> None:
         )
         for e in t["errors"]:
             print(f"     error: {e}")
+    print("   target 0.99-1.01: is the median ratio shown inside it? (distribution-free median interval)")
+    for t in res["throughput"]:
+        print(f"   {t['workload']:<8} {ratio_verdict(t.get('ratio_median_interval'))}")
     print("   threads = torch.get_num_threads() in the hpubench cell child | in the bare child")
     print("   best = fastest hpubench round / fastest bare round (least disturbed by other load)")
     print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
