@@ -44,5 +44,4 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> Median
     k = 1
     while k + 1 <= (n + 1) // 2 and 1 - 2 * _below(n, k) >= confidence:
         k += 1
-    coverage = 1 - 2 * _below(n, k - 1) if n > 1 else 0.0
-    return MedianInterval(median, xs[k - 1], xs[n - k], coverage, n)
+    return MedianInterval(median, xs[k - 1], xs[n - k], 1 - 2 * _below(n, k - 1), n)

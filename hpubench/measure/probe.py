@@ -322,7 +322,6 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
         "tflops": rates,
         "conv_tflops": conv_rates,
         "per_op_s": best,
-        "threads": threads,
         "rank_threads": _rank_threads(threads) if host else [],
     }
 

@@ -207,15 +207,15 @@ def step_time_s(
     rate = calibration.tflops.get(dtype) if calibration is not None else None
     if rate and rate > 0:
         assert calibration is not None
-        conv_rate = calibration.conv_tflops.get(dtype) if facts.conv_flops else None
-        conv = facts.conv_flops if conv_rate and conv_rate > 0 else 0
-        share = calibration.rank_share(ranks_sharing)
-        per_rank = rate * 1e12 * MODEL_EFFICIENCY * share
-        step = (facts.flops - conv) / per_rank + facts.ops * calibration.per_op_s * ranks_sharing
+        conv_rate = calibration.conv_tflops.get(dtype, 0.0) if facts.conv_flops else 0.0
+        conv = facts.conv_flops if conv_rate > 0 else 0
+        # FLOP/s one rank of the cell gets per calibrated TFLOP/s:
+        scale = 1e12 * MODEL_EFFICIENCY * calibration.rank_share(ranks_sharing)
+        step = (facts.flops - conv) / (rate * scale)
+        step += facts.ops * calibration.per_op_s * ranks_sharing
         rates = f"{dtype} {rate * 1e3:.3g} GFLOP/s"
         if conv:
-            assert conv_rate is not None
-            step += conv / (conv_rate * 1e12 * MODEL_EFFICIENCY * share)
+            step += conv / (conv_rate * scale)
             rates += f", convolutions {conv_rate * 1e3:.3g} GFLOP/s;"
         return step, f"{calibration.source} ({rates} x {MODEL_EFFICIENCY} assumed)"
     if peak_tflops:
