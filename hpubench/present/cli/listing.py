@@ -6,6 +6,7 @@ print. Like the rest of the CLI: parse, call hpubench.api, print.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -51,12 +52,16 @@ def list_cells(
     models on meta and times a linear layer)."""
     # deferred, as every command's work: api and the estimates pull numpy; the CLI starts without it
     from hpubench import api  # deferred: numpy (api)
+    from hpubench.core.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
     from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
 
     started = cli_estimate.now()
     budget_s = cli_estimate.parse_budget(budget)
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    # The estimates are made under the cells' own settings (a CPU rank's threads follow
+    # HPUBENCH_CPU_THREADS), so a bad one is refused here as `run` refuses it.
+    check_environment(os.environ)
 
     dims, workloads_from = with_model_dirs(dims, workloads_from)
     spec = api.resolve_spec(matrix, dimension_overrides(dims))
