@@ -32,6 +32,11 @@ class PreparedPrecision:
     input_dtype: torch.dtype | None  # floating inputs are cast to this (bf16-true), None keeps them
     describe: dict[str, str]
 
+    @property
+    def plain(self) -> bool:
+        """No context around the forward and no gradient scaling: the step needs neither."""
+        return self.scaler is None and self.context is contextlib.nullcontext
+
 
 def _autocast(acc: Accelerator, dtype: torch.dtype) -> ContextFactory:
     return lambda: torch.autocast(device_type=acc.autocast_device_type, dtype=dtype)

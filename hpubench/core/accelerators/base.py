@@ -132,6 +132,17 @@ class Accelerator(AcceleratorRules, ABC):
     def after_optimizer_step(self) -> None:
         """Hook after ``optimizer.step()`` (HPU lazy mode: ``mark_step``)."""
 
+    def has_step_hooks(self) -> bool:
+        """Whether the two hooks above may do anything: true wherever a subclass overrides either.
+
+        A step on a device without them leaves the calls out (``hpubench.core.trainstep``).
+        """
+        cls = type(self)
+        return (
+            cls.after_backward is not Accelerator.after_backward
+            or cls.after_optimizer_step is not Accelerator.after_optimizer_step
+        )
+
     def matmul_tf32(self) -> bool:
         """Whether fp32 matmuls run as TF32 here, which changes the peak MFU is measured against."""
         return False
