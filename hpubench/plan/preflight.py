@@ -38,6 +38,7 @@ from hpubench.plan.estimate import (
 from hpubench.plan.inventory import Inventory
 from hpubench.present.outfile import os_error_text
 from hpubench.run.events import Event
+from hpubench.run.sourceroot import with_source_root
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore, write_json_atomic
@@ -125,10 +126,7 @@ def _probe_subprocess(
     argv = [python, "-m", "hpubench.measure.probe", "--out", str(out), *args]
     for f in workload_files:
         argv += ["--workloads-from", f]
-    root = str(Path(__file__).resolve().parent.parent)
-    child_env = dict(env)
-    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    child_env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    child_env = with_source_root(env)
     try:
         proc = subprocess.run(argv, env=child_env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
         data = json.loads(out.read_text()) if proc.returncode == 0 else None

@@ -18,7 +18,6 @@ one ``WorkerSetup``: the same interpreter, workload files and environment (with 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import uuid
@@ -33,6 +32,7 @@ from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run import proctree
 from hpubench.run.childresult import Detected, collect, failed
+from hpubench.run.sourceroot import with_source_root
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
 
@@ -165,12 +165,7 @@ class WorkerSetup:
         """A worker's environment: the base one, ``signature`` on top, this hpubench first on the path."""
         env = dict(self.base_env)
         env.update(signature)
-        # The children must run this very hpubench (and its workloads), installed or not.
-        root = str(Path(__file__).resolve().parent.parent)
-        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if root not in paths:
-            env["PYTHONPATH"] = os.pathsep.join([root, *paths])
-        return env
+        return with_source_root(env)  # the children run this very hpubench, installed or not
 
     def sweep(self, spare: Collection[int] = ()) -> list[int]:
         """Kill what this launcher's processes left running anywhere, but the pids in ``spare``."""
