@@ -48,6 +48,7 @@ class RuntimeInfo(Mapping[str, Any]):
     timing: str | None = None
     interference: float | None = None
     interference_detail: Facts | None = None
+    page_faults_measured: Facts | None = None  # minor/major faults of the measuring process in the window
     compiles_measured: int | None = None
     compile_counter: str | None = None
     compile_detail: Facts | None = None

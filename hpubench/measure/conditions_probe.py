@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -102,14 +103,20 @@ class InterferenceMeter:
         self._start: HostSample | None = None
         self.result: Interference | None = None
         self.error: str | None = None
+        self._faults: tuple[int, int] | None = None
+        self.page_faults: dict[str, int] | None = None
 
     def start(self) -> None:
+        self._faults = _own_faults()
         try:
             self._start = read_sample(self.root_pid)
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc}"
 
     def stop(self) -> None:
+        if self._faults is not None and self.page_faults is None:
+            minor, major = _own_faults()
+            self.page_faults = {"minor": minor - self._faults[0], "major": major - self._faults[1]}
         if self._start is None or self.result is not None:
             return
         try:
@@ -120,9 +127,12 @@ class InterferenceMeter:
         self.result = interference(self._start, end, self.cpus, self.tick_s)
 
     def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.page_faults is not None:
+            out["page_faults_measured"] = self.page_faults
         if self.result is None:
-            return {"interference_error": self.error} if self.error else {}
-        return {"interference": self.result.fraction, "interference_detail": self.result.detail()}
+            return {**out, "interference_error": self.error} if self.error else out
+        return {**out, "interference": self.result.fraction, "interference_detail": self.result.detail()}
 
     def hooks(self, hooks: Mapping[str, Callable[..., None]]) -> dict[str, Callable[..., None]]:
         """``measure_steps`` hooks with this meter's samples innermost around the measured steps."""
@@ -139,3 +149,11 @@ class InterferenceMeter:
                 after()
 
         return {**hooks, "on_measured_start": on_start, "on_measured_end": on_end}
+
+
+def _own_faults() -> tuple[int, int]:
+    """This process's (minor, major) page faults so far. A step that keeps faulting is touching memory
+    for the first time (a heap regrown after a trim, a page shared with the fork server copied on
+    write): a cost a steady loop does not have, recorded so a slow figure can be told apart."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt, usage.ru_majflt

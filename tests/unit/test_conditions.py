@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import pytest
@@ -154,3 +155,19 @@ def test_passive_policy_sets_the_wait_policy_before_torch_loads(monkeypatch):
     monkeypatch.setenv(THREADS_ENV, "cores-1")
     monkeypatch.delenv("OMP_WAIT_POLICY")
     assert CPUAccelerator.env_before_import(Cell("mlp")) == {}
+
+
+def test_the_meter_counts_the_page_faults_of_memory_first_touched_in_the_window():
+    quiet = InterferenceMeter(os.getpid())
+    quiet.start()
+    quiet.stop()
+    touched = InterferenceMeter(os.getpid())
+    touched.start()
+    block = mmap.mmap(-1, 8 << 20)  # 2048 fresh pages, each faulted in by its first write
+    for offset in range(0, len(block), mmap.PAGESIZE):
+        block[offset] = 1
+    touched.stop()
+    block.close()
+    assert quiet.record()["page_faults_measured"]["minor"] < 50
+    assert touched.record()["page_faults_measured"]["minor"] >= (8 << 20) // mmap.PAGESIZE
+    assert touched.record()["page_faults_measured"]["major"] == 0
