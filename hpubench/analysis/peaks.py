@@ -207,35 +207,55 @@ def peak_for(
     precision: str,
     *,
     tf32: bool = False,
+    tf32_share: float = 0.0,
     table: Sequence[PeakEntry] = PEAKS,
 ) -> PeakFigure | None:
     """The peak TFLOP/s a cell at ``precision`` on this device is bounded by, or None if not known.
 
     ``tf32=True`` asks for the TF32 figure for 32-true (a CUDA run with TF32 matmuls allowed is bounded
     by the TF32 peak, not the FP32 one); it falls back to None, not to FP32, where the table has no TF32.
+    ``tf32_share`` is the share of a 32-true step's FLOPs that ran in TF32 although matmuls did not
+    (convolutions under cuDNN's own switch): the bound is then :func:`mixed_peak` of the two figures.
     ``table`` lets a user's own figures replace the defaults.
     """
+    if not 0.0 <= tf32_share <= 1.0:
+        raise ValueError(f"tf32_share must be within 0-1, got {tf32_share}")
     declared = precisions.peak_dtype(precision)  # which peak bounds it: hpubench.plan.precisions
     if declared is None:
         raise ValueError(f"unknown precision {precision!r}; known: {', '.join(precisions.names())}")
     entry = entry_for(accelerator, device_name, table)
     if entry is None:
         return None
+    share = 1.0 if tf32 else tf32_share
     dtype = declared
-    if tf32 and dtype == "fp32":
+    if declared == "fp32" and share == 1.0:
         dtype = "tf32"
     value = entry.tflops(dtype)
+    estimate = dtype in entry.estimates
+    if declared == "fp32" and 0.0 < share < 1.0:
+        tf32_value = entry.tflops("tf32")
+        if value is None or tf32_value is None:
+            return None  # no figure for one of the two parts: no bound, rather than a wrong one
+        value = mixed_peak(float(value), float(tf32_value), share)
+        dtype = f"fp32+tf32 ({share:.1%} of FLOPs in tf32)"
+        estimate = bool({"fp32", "tf32"} & entry.estimates)
     if value is None:
         return None
     return PeakFigure(
         tflops=float(value),
         dtype=dtype,
-        estimate=dtype in entry.estimates,
+        estimate=estimate,
         source=entry.source,
         device=entry.name,
         as_of=entry.as_of,
         per=entry.per,
     )
+
+
+def mixed_peak(base_tflops: float, fast_tflops: float, fast_share: float) -> float:
+    """The rate bound of work of which ``fast_share`` runs at ``fast_tflops`` and the rest at
+    ``base_tflops``: the time at peak adds up per part, so the bound is the weighted harmonic mean."""
+    return 1.0 / (fast_share / fast_tflops + (1.0 - fast_share) / base_tflops)
 
 
 def mfu(achieved_tflops: float, peak: PeakFigure | float, world_size: int) -> float:

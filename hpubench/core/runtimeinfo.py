@@ -59,6 +59,7 @@ class RuntimeInfo(Mapping[str, Any]):
     flops_count_s: float | None = None
     flops_counted: str | None = None
     flops_per_device_step: int | None = None
+    flops_conv_share: float | None = None  # of those, in convolutions (where a device runs them apart)
     setup_s: float | None = None
     dispatch_to_first_step_s: float | None = None
     # keys this version does not know, kept as read

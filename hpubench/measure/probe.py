@@ -50,6 +50,7 @@ from hpubench.plan.cell import flops_key, parse_flops_key
 from hpubench.run import pluginload
 from hpubench.store.rundir import write_json_atomic
 from workloads.base import Workload
+from workloads.flops import conv_flops
 
 PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
 
@@ -158,7 +159,7 @@ def count_model(workload: Workload, size: str, batch_size: int) -> dict[str, int
         "trainable_params": sum(p.numel() for p in params if p.requires_grad),
         "param_tensors": len(params),
         "flops": int(flops.get_total_flops()),
-        "conv_flops": int(sum(n for op, n in by_op.items() if "convolution" in str(op))),
+        "conv_flops": conv_flops(by_op),
         "ops": ops.ops,
         "activation_bytes_fp32": sum(saved.values()),
         "batch_bytes_fp32": sum(t.numel() * 4 for t in batch),

@@ -36,11 +36,12 @@ from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
 from hpubench.measure.steps import TIMING_METHOD, measure_steps
 from hpubench.measure.stopping import AutoStop
+from hpubench.plan import precisions
 from hpubench.plan.cell import Cell, flops_key
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.stepfeed import FeedHeader, StepFeed
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
-from workloads.flops import count_flops
+from workloads.flops import count_step_flops
 
 TRACEBACK_LINES = 40
 N_BATCHES = 4  # distinct synthetic batches cycled through, so no step sees the same data twice in a row
@@ -181,11 +182,17 @@ def _run(
         dict(cell.options), workload, step, cell.warmup_steps, acc.synchronize, device, runtime
     )
 
-    known = flops_hints.get(flops_key(cell.workload, cell.size, batch_size, cell.options))
+    # Convolutions count apart only where they may run at another rate than the precision's peak says
+    # (fp32 convolutions in TF32 while matmuls are not): then the count is made here, hint or not.
+    split = acc.conv_tf32() and not acc.matmul_tf32() and precisions.peak_dtype(cell.precision) == "fp32"
+    known = None if split else flops_hints.get(flops_key(cell.workload, cell.size, batch_size, cell.options))
     if known is None:
         t_flops = time.perf_counter()
-        flops_per_step = count_flops(workload, cell.size, batch_size)
+        counted = count_step_flops(workload, cell.size, batch_size)
+        flops_per_step = counted.total
         runtime["flops_count_s"] = time.perf_counter() - t_flops
+        if split:
+            runtime["flops_conv_share"] = counted.conv_share
     else:
         flops_per_step = int(known)
     runtime["flops_counted"] = "here" if known is None else "by an earlier cell of this run"
@@ -203,7 +210,13 @@ def _run(
     tokens_per_sample = workload.tokens_per_sample(cell.size)
     tokens_per_step = samples_per_step * tokens_per_sample if tokens_per_sample else None
     global_flops = flops_per_step * strategy.world_size if flops_per_step else None
-    peak = peaks.peak_for(cell.accelerator, runtime["device_name"], cell.precision, tf32=acc.matmul_tf32())
+    peak = peaks.peak_for(
+        cell.accelerator,
+        runtime["device_name"],
+        cell.precision,
+        tf32=acc.matmul_tf32(),
+        tf32_share=runtime.get("flops_conv_share", 0.0),
+    )
     feed = None
     if progress_path is not None and strategy.rank == 0:  # one feed per cell: rank 0's steps
         source = "rank 0" if strategy.world_size > 1 else "this process"

@@ -4,9 +4,12 @@ import math
 
 import pytest
 
+import workloads
 from hpubench.analysis.quality import OK, VERDICTS, assess_record
-from hpubench.plan.cell import Cell
+from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.plan.cell import Cell, flops_key
 from hpubench.run.worker import run_cell
+from workloads.flops import count_step_flops
 
 
 def _ok(cell: Cell):
@@ -108,3 +111,22 @@ def test_a_flop_count_handed_in_is_used_instead_of_counting_again():
     other = run_cell(Cell("gpt", steps=2, warmup_steps=1), flops_hints=elsewhere)
     assert other.runtime["flops_counted"] == "here"
     assert other.metrics.flops_per_step == counted.metrics.flops_per_step
+
+
+def test_where_convolutions_run_apart_the_worker_counts_their_share_itself(monkeypatch):
+    # A device whose fp32 convolutions run in TF32 (CUDA's cuDNN switch), played by the CPU: the record
+    # must carry the step's convolution share for the mixed peak, counted here even with a hint at hand.
+    monkeypatch.setattr(CPUAccelerator, "conv_tf32", lambda self: True)
+    cell = Cell("resnet", size="tiny", precision="32-true", steps=2, warmup_steps=1)
+    hint = {flops_key("resnet", "tiny", workloads.get("resnet").sizes["tiny"].batch_size): 1}
+    r = run_cell(cell, flops_hints=hint)
+    assert r.status == "ok", r.reason
+    expected = count_step_flops(workloads.get("resnet"), "tiny", r.runtime["batch_size"])
+    assert r.runtime["flops_counted"] == "here"
+    assert r.runtime["flops_per_device_step"] == expected.total
+    assert r.runtime["flops_conv_share"] == pytest.approx(expected.conv_share) and expected.conv_share > 0.99
+    # A device without that switch keeps no share, and an earlier cell's count serves.
+    monkeypatch.setattr(CPUAccelerator, "conv_tf32", lambda self: False)
+    plain = run_cell(cell, flops_hints=hint)
+    assert "flops_conv_share" not in plain.runtime.to_dict()
+    assert plain.runtime["flops_per_device_step"] == 1

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.analysis.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, peak_for
+from hpubench.analysis.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, mixed_peak, peak_for
 from hpubench.plan.precisions import PRECISIONS
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
@@ -195,3 +195,22 @@ def test_table_matches_hardware_md():
         assert e.source == source, device
         for fig, cell in (("bf16", bf16), ("fp32", fp32_tf32), ("fp8", fp8)):
             assert (fig in e.estimates) == ("U" in cell.replace("unknown", "")), (device, fig)
+
+
+def test_a_mixed_peak_is_the_weighted_harmonic_mean_of_its_parts():
+    # Hand-worked: half the FLOPs at 495, half at 67 take 0.5/495 + 0.5/67 = 0.0084728 s per TFLOP.
+    assert mixed_peak(67, 495, 0.5) == pytest.approx(118.02, abs=0.01)
+    assert mixed_peak(67, 495, 0.0) == 67 and mixed_peak(67, 495, 1.0) == pytest.approx(495)
+
+
+def test_convolutions_in_tf32_bound_a_32_true_cell_by_the_mixed_peak():
+    h100 = "NVIDIA H100 80GB HBM3"
+    peak = peak_for("cuda", h100, "32-true", tf32_share=0.5)
+    assert peak is not None and peak.tflops == pytest.approx(118.02, abs=0.01)
+    assert peak.dtype == "fp32+tf32 (50.0% of FLOPs in tf32)"
+    assert peak_for("cuda", h100, "32-true", tf32_share=0.0).tflops == 67
+    assert peak_for("cuda", h100, "32-true", tf32_share=1.0).dtype == "tf32"
+    assert peak_for("cuda", h100, "bf16-mixed", tf32_share=0.5).dtype == "bf16"  # only fp32 math moves
+    assert peak_for("hpu", "GAUDI3", "32-true", tf32_share=0.5) is None  # no TF32 figure: no bound
+    with pytest.raises(ValueError, match="tf32_share"):
+        peak_for("cuda", h100, "32-true", tf32_share=1.5)

@@ -306,3 +306,21 @@ def test_pareto_front_properties(points):
     for i, p in enumerate(points):
         beaten = any(dominates(q, p) for q in points)
         assert (i in front) == (not beaten)
+
+
+def test_mfu_of_a_32_true_cell_whose_convolutions_ran_in_tf32_uses_the_mixed_peak():
+    def cell(flags: dict[str, str], share: float | None):
+        facts = {} if share is None else {"flops_conv_share": share}
+        return fake_result(
+            "resnet", "cuda", "NVIDIA H100 80GB HBM3", precision="32-true", env_flags=flags, facts=facts
+        )
+
+    cudnn_on = {"allow_tf32_matmul": "False", "allow_tf32_cudnn": "True"}
+    mixed = economics(cell(cudnn_on, 0.5), Tables())
+    assert mixed.peak.tflops == pytest.approx(118.02, abs=0.01)  # 1 / (0.5/495 + 0.5/67)
+    assert mixed.mfu == pytest.approx(economics(cell({}, None), Tables()).mfu * 67 / 118.02, rel=1e-3)
+    # cuDNN's switch off, or no count of the convolutions in the record: the FP32 peak, as before.
+    assert economics(cell({**cudnn_on, "allow_tf32_cudnn": "False"}, 0.5), Tables()).peak.tflops == 67
+    assert economics(cell(cudnn_on, None), Tables()).peak.tflops == 67
+    # Matmuls in TF32 as well: all of the step's fp32 math is TF32.
+    assert economics(cell({**cudnn_on, "allow_tf32_matmul": "True"}, 0.5), Tables()).peak.dtype == "tf32"

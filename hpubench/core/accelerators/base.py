@@ -147,6 +147,10 @@ class Accelerator(AcceleratorRules, ABC):
         """Whether fp32 matmuls run as TF32 here, which changes the peak MFU is measured against."""
         return False
 
+    def conv_tf32(self) -> bool:
+        """Whether fp32 convolutions run as TF32 here (a switch apart from matmuls' on CUDA)."""
+        return False
+
     def compile_backend(self) -> str:
         return "inductor"
 

@@ -147,6 +147,13 @@ class CUDAAccelerator(Accelerator):
 
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
+    def conv_tf32(self) -> bool:
+        """cuDNN's own switch (torch's default: on), apart from matmuls': the H200 calibration read fp32
+        convolutions at 259-261 TFLOP/s against 51 for fp32 matmuls (README, 2026-11-26)."""
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
+
+        return bool(torch.backends.cudnn.enabled and torch.backends.cudnn.allow_tf32)
+
     def compile_options(self, graphs: bool) -> dict[str, Any]:
         # Inductor's "reduce-overhead" mode is its CUDA-graph mode: capture is done by the compiler.
         return {"backend": "inductor", "mode": "reduce-overhead"} if graphs else {"backend": "inductor"}
