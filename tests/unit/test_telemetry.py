@@ -284,7 +284,7 @@ def test_hlml_utilisation_reads_both_release_shapes():
     assert utilisation_pct(91) == 91.0  # older releases: an int
 
 
-def _fake_pynvml(uuid_ok: bool = True) -> types.ModuleType:
+def fake_pynvml(uuid_ok: bool = True) -> types.ModuleType:
     m = types.ModuleType("pynvml")
 
     class NVMLError(Exception):
@@ -319,7 +319,7 @@ def _fake_pynvml(uuid_ok: bool = True) -> types.ModuleType:
 def test_nvml_source_reads_watts_joules_and_finds_the_board(monkeypatch):
     from hpubench.measure.telemetry import nvml
 
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_pynvml(uuid_ok=False))
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(uuid_ok=False))
     src = nvml.NVMLSource(0)
     assert src.device == "NVIDIA H100 80GB HBM3"
     assert any("index 0" in n for n in src.notes)  # no usable UUID here: the index fallback is noted

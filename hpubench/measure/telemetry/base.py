@@ -34,6 +34,9 @@ class Reading:
 class TelemetrySource(ABC):
     name: ClassVar[str]  # "hlml", "nvml", "rapl"
     scope: ClassVar[str]  # what the figures cover, e.g. "one GPU board"; RAPL covers the whole socket
+    # Where the energy counter advances in coarse steps, the sampler reads it alone this often between
+    # full readings, so the summary can take the energy between two steps (``counter.py``).
+    energy_poll_s: ClassVar[float | None] = None
 
     def __init__(self) -> None:
         self.device = ""  # what the source says it is measuring, e.g. the board name
@@ -42,6 +45,10 @@ class TelemetrySource(ABC):
 
     @abstractmethod
     def read(self) -> Reading: ...
+
+    def read_energy(self) -> Reading:
+        """A reading of the energy counter alone (sources with ``energy_poll_s`` make it cheap)."""
+        return self.read()
 
     def close(self) -> None:
         """Release the library handle; never raises (called from cleanup paths)."""

@@ -5,6 +5,8 @@ NVML numbers GPUs its own way (PCI order, all GPUs), CUDA its way (fastest first
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, filtered by ``CUDA_VISIBLE_DEVICES``), so the board is found by the UUID
 torch reports for the CUDA device rather than by index. The total-energy counter (Volta and newer) is
 preferred over integrating ``nvmlDeviceGetPowerUsage``, which on recent boards is a one-second average.
+That counter advances in steps: every 100 ms (94.5-105.3 ms) on an H100, polled every 2 ms under load
+(README, 2026-11-26); it is read alone every 20 ms between full readings so the steps are seen.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def _cuda_uuid(index: int) -> str | None:
 class NVMLSource(TelemetrySource):
     name = "nvml"
     scope = "one GPU board (NVML): the whole board, every process on it"
+    energy_poll_s = 0.02
 
     def __init__(self, index: int) -> None:
         super().__init__()
@@ -69,11 +72,20 @@ class NVMLSource(TelemetrySource):
             self.notes.append(f"torch reports no device UUID; NVML index {index} assumed to be CUDA {index}")
         return self._nvml.nvmlDeviceGetHandleByIndex(index)
 
+    def _energy_mj(self) -> int | None:
+        nv, h = self._nvml, self._handle
+        return self._field("energy", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h))
+
+    def read_energy(self) -> Reading:
+        t = self.now()
+        energy_mj = self._energy_mj()
+        return Reading(t, energy_j=None if energy_mj is None else energy_mj / 1000.0)
+
     def read(self) -> Reading:
         nv, h = self._nvml, self._handle
         t = self.now()
+        energy_mj = self._energy_mj()  # first: the counter is what the window's energy is taken from
         power_mw = self._field("power", lambda: nv.nvmlDeviceGetPowerUsage(h))
-        energy_mj = self._field("energy", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h))
         util = self._field("utilisation", lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu)
         temp = self._field("temperature", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
         return Reading(

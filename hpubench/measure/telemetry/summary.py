@@ -3,8 +3,9 @@
 Pure (no torch, no I/O) so the arithmetic is unit-tested directly. Anything that was not measured is None,
 never 0: a 0 W or 0 J figure would read as "free" in a price/performance table.
 
-Energy comes from the source's cumulative counter when it has one (exact over the window), else from the
-trapezoid integral of the power samples (as good as the sampling interval and the sensor's own averaging).
+Energy comes from the source's cumulative counter when it has one (``counter``: taken between two of its
+steps where the polls resolve them, with the error its steps allow), else from the trapezoid integral of
+the power samples (as good as the sampling interval and the sensor's own averaging).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hpubench.measure.telemetry.base import Reading
+from hpubench.measure.telemetry.counter import CounterWindow, counter_window
 
 J_PER_KWH = 3.6e6
 MAX_SAMPLES_KEPT = 500  # the record keeps an evenly thinned series; the summary uses every reading
+RESOLUTION_NOTE_PCT = 5.0  # a counter figure less certain than this says so in the notes
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class TelemetryResult:
     samples_per_step: int | None = None
     energy_method: str | None = None  # "counter" | "power-integral"
     energy_j: float | None = None
+    energy_resolution_pct: float | None = None  # counter only: the error its steps and the polls allow
+    counter_step_s: float | None = None  # counter only: its step period, where the polls resolved it
     mean_power_w: float | None = None
     max_power_w: float | None = None
     energy_per_step_j: float | None = None
@@ -88,6 +93,18 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _resolution_notes(counted: CounterWindow, duration: float) -> list[str]:
+    if counted.resolution_pct <= RESOLUTION_NOTE_PCT:
+        return []
+    if counted.steps_resolved:
+        why = f"the counter steps every ~{counted.step_period_s:.3g} s"
+        fix = "a longer window narrows it (--min-time)"
+    else:
+        why = "the polls did not resolve the counter's steps, which may be as coarse as the polling"
+        fix = "a shorter --telemetry-interval or a longer window (--min-time) narrows it"
+    return [f"energy within +/-{counted.resolution_pct:.0f}% over this {duration:.2f} s window: {why}; {fix}"]
+
+
 def summarise(
     readings: Sequence[Reading],
     *,
@@ -118,10 +135,14 @@ def summarise(
     energy: float | None = None
     method: str | None = None
     first_e, last_e = readings[0].energy_j, readings[-1].energy_j
-    if first_e is not None and last_e is not None and last_e > first_e:
-        energy, method = last_e - first_e, "counter"
-    elif first_e is not None and last_e is not None:
-        notes.append(f"energy counter did not advance over {duration:.3f} s")
+    counted = None
+    if first_e is not None and last_e is not None:
+        counted = counter_window([(r.t, r.energy_j) for r in readings if r.energy_j is not None])
+        if counted is None:
+            notes.append(f"energy counter did not advance over {duration:.3f} s")
+        else:
+            energy, method = counted.energy_j, "counter"
+            notes += _resolution_notes(counted, duration)
     if energy is None and len(powers) >= 2 and powers[-1][0] > powers[0][0]:
         span = powers[-1][0] - powers[0][0]
         # Mean power over the span the samples cover, applied to the whole window.
@@ -160,6 +181,8 @@ def summarise(
         samples_per_step=samples_per_step,
         energy_method=method,
         energy_j=energy,
+        energy_resolution_pct=None if counted is None else counted.resolution_pct,
+        counter_step_s=None if counted is None else counted.step_period_s,
         mean_power_w=mean_power,
         max_power_w=max((p for _, p in powers), default=None),
         energy_per_step_j=per_step,
