@@ -202,10 +202,10 @@ def telemetry_table(results: Sequence[CellResult]) -> Table | None:
     priced = any(r.telemetry.energy_price_per_kwh is not None for r in rows)  # type: ignore[union-attr]
     table = Table(
         title="power and energy over the measured steps",
-        caption="energy from the source's counter where it has one, else the integral of power samples; "
-        "'-' = not measured (never 0)",
+        caption="energy from the source's counter where it has one (energy ±%: the error its steps and the "
+        "polls allow), else the integral of power samples; '-' = not measured (never 0)",
     )
-    cols = ["cell", "source", "mean W", "max W", "J/step", "samples/kWh", "util %", "max °C"]
+    cols = ["cell", "source", "mean W", "max W", "J/step", "energy ±%", "samples/kWh", "util %", "max °C"]
     if priced:
         cols += ["cost/1M samples", "cost/hour"]
     for c in cols:
@@ -219,6 +219,7 @@ def telemetry_table(results: Sequence[CellResult]) -> Table | None:
             _fmt(t.mean_power_w),
             _fmt(t.max_power_w),
             _fmt(t.energy_per_step_j, ".3g"),
+            _fmt(t.energy_resolution_pct),
             _fmt(t.samples_per_kwh, ",.0f"),
             _fmt(t.mean_utilisation_pct),
             _fmt(t.max_temperature_c, ".0f"),

@@ -91,7 +91,11 @@ def test_hlml_power_energy_utilisation_and_temperature_in_both_releases(records,
     assert t["energy_cost_per_1m_samples"] == pytest.approx(0.25 * t["energy_j"] / samples * 1e6 / 3.6e6)
     assert 70 <= t["mean_utilisation_pct"] <= 100  # read from .aip (1.24) or the int (older)
     assert 35 <= t["max_temperature_c"] <= 60
-    assert t["readings"] >= 2 and t["notes"] == []
+    assert t["readings"] >= 2
+    # A window of a few tens of ms, polled every few ms: the counter's steps could be as coarse as the
+    # polls (the double's is smooth; a real one may not be), which is the only caveat recorded.
+    assert t["energy_resolution_pct"] > 0 and t["counter_step_s"] is None
+    assert all(n.startswith("energy within") for n in t["notes"])
     energies = [s["energy_j"] for s in t["samples"]]
     assert energies == sorted(energies) and energies[0] == 0.0 and energies[-1] > 0
 

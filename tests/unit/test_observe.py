@@ -238,6 +238,7 @@ def test_the_dataframe_carries_energy_and_profile_columns():
     row, plain = df.iloc[0], df.iloc[1]
     assert row["telemetry_source"] == "hlml" and row["power_mean_w"] == pytest.approx(100.0)
     assert row["energy_per_step_j"] == pytest.approx(50.0)
+    assert row["energy_resolution_pct"] == pytest.approx(100.0)  # two readings a second apart, 1 s window
     assert row["profile_top_op"] == "aten::addmm" and row["profile_trace"] == "traces/x.json"
     assert row["memory_timeline_points"] == 5
     assert plain["power_mean_w"] is None or plain["power_mean_w"] != plain["power_mean_w"]  # None/NaN, not 0
