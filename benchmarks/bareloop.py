@@ -8,7 +8,8 @@ one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1; a user's ``OMP_NUM_
 sides). Timed the simplest honest way: one ``perf_counter`` around the measured loop after the warm-up.
 CPU only: CPU ops are synchronous, so there is nothing to wait for before stopping the clock.
 
-``python benchmarks/bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS`` prints the result as one JSON line.
+``python benchmarks/bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS [BLOCKS]`` prints the result as one JSON
+line.
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ from typing import Any
 # OMP_NUM_THREADS from --threads, which must happen before torch loads.
 
 
-def bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps: int) -> dict[str, Any]:
-    """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed."""
+def bare_loop(
+    workload_name: str, size: str, batch_size: int, warmup: int, steps: int, blocks: int = 1
+) -> dict[str, Any]:
+    """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed.
+
+    ``blocks`` > 1 times that many blocks of ``steps`` steps one after another in this one process
+    (``blocks_samples_per_s``): their spread is the machine's drift alone, without a new process's draw.
+    """
     import torch
 
     import workloads
@@ -57,24 +64,30 @@ def bare_loop(workload_name: str, size: str, batch_size: int, warmup: int, steps
 
     for i in range(warmup):
         step(batches[i % N_BATCHES])
-    t0 = time.perf_counter()
-    for i in range(steps):
-        loss = step(batches[(warmup + i) % N_BATCHES])
-    elapsed = time.perf_counter() - t0
-    return {
-        "elapsed_s": elapsed,
-        "samples_per_s": batch_size * steps / elapsed,
+    per_block = []
+    for b in range(blocks):
+        t0 = time.perf_counter()
+        for i in range(steps):
+            loss = step(batches[(warmup + b * steps + i) % N_BATCHES])
+        per_block.append(time.perf_counter() - t0)
+    result = {
+        "elapsed_s": per_block[0],
+        "samples_per_s": batch_size * steps / per_block[0],
         "loss_last": float(loss.detach()),
         "torch_threads": torch.get_num_threads(),
     }
+    if blocks > 1:
+        result["blocks_samples_per_s"] = [batch_size * steps / e for e in per_block]
+    return result
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 5:
-        print("usage: bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS", file=sys.stderr)
+    if len(argv) not in (5, 6):
+        print("usage: bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS [BLOCKS]", file=sys.stderr)
         return 2
-    name, size, batch, warmup, steps = argv
-    print(json.dumps(bare_loop(name, size, int(batch), int(warmup), int(steps))))
+    name, size, batch, warmup, steps = argv[:5]
+    blocks = int(argv[5]) if len(argv) == 6 else 1
+    print(json.dumps(bare_loop(name, size, int(batch), int(warmup), int(steps), blocks)))
     return 0
 
 
