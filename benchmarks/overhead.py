@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
+from overhead_report import print_report
 
 from hpubench.analysis.medianci import median_interval
 
@@ -78,14 +79,6 @@ def _spread(xs: list[float]) -> dict[str, float | None]:
     if not xs:
         return {"median": None, "min": None, "max": None, "n": 0}
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
-
-
-def _f(x: float | None, fmt: str) -> str:
-    return "n/a" if x is None else format(x, fmt)
-
-
-def _ms(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 1e3:.1f} ms"
 
 
 def _loadavg() -> list[float] | None:
@@ -380,172 +373,6 @@ def measure_spawn(n: int, tmp: Path) -> dict[str, Any]:
         ),
         "rows": rows,
     }
-
-
-# ---- report --------------------------------------------------------------------------------------------
-
-
-def _range(s: dict[str, Any], fmt: str) -> str:
-    return f"{_f(s['median'], fmt)} ({_f(s['min'], fmt)}-{_f(s['max'], fmt)})"
-
-
-def ratio_verdict(ci: dict[str, Any] | None, low: float = 0.99, high: float = 1.01) -> str:
-    """Whether the rounds show the median hpubench/bare ratio inside [low, high], outside it, or cannot
-    tell at this noise (the interval straddles a bound: more rounds narrow it)."""
-    if not ci:
-        return "no ratio: a side did not run"
-    at = (
-        f"median {ci['median']:.3f}, interval {ci['low']:.3f}-{ci['high']:.3f} at "
-        f"{ci['coverage']:.0%} over {ci['n']} rounds"
-    )
-    if low <= ci["low"] and ci["high"] <= high:
-        return f"inside the target: {at}"
-    if ci["high"] < low or ci["low"] > high:
-        return f"OUTSIDE the target: {at}"
-    return f"not decided at this noise: {at}; more --rounds narrow it"
-
-
-def print_report(res: dict[str, Any]) -> None:
-    env = res["environment"]
-    print()
-    print("=" * 100)
-    print(f"hpubench overhead benchmark ({res['mode']} run, {res['total_s']:.0f} s)")
-    print(
-        f"host: {env['cpu']}, {env['cpu_count']} CPUs; torch {env['torch']}; Python {env['python']}; "
-        f"OMP_NUM_THREADS={env['OMP_NUM_THREADS'] or 'unset'}"
-    )
-    print(f"load average (1/5/15 min): start {env['loadavg_start']}, end {env['loadavg_end']}")
-    cores = env.get("other_processes_cores")
-    if cores is not None:
-        print(
-            f"other processes on this machine used {env['other_processes_cpu_s']:.0f} CPU-s during the run, "
-            f"{cores:.2f} of {env['cpu_count']} cores on average"
-        )
-        if cores > 0.25:
-            threads = {th for t in res["throughput"] for th in t["torch_threads_bare"]}
-            print("   NOTE: the machine was shared, so the throughput figures carry that noise.", end="")
-            if threads - {"1"}:
-                print(" With several torch threads a step")
-                print(
-                    "   stalls whenever one of its threads is descheduled: compare the best-round ratio, "
-                    "re-run on an idle machine,"
-                )
-                print("   or add --threads 1 (applies to both sides).")
-            else:
-                print(" Compare the best-round ratio, or re-run on an idle machine.")
-
-    print()
-    print("1. Throughput: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
-    print(
-        f"   medians over rounds, (min-max); ratio = hpubench/bare paired per round, 1.00 = no overhead; "
-        f"warm-up {WARMUP_STEPS} steps"
-    )
-    head = (
-        f"   {'workload':<8} {'bs':>3} {'steps':>5} {'threads':>8}  {'hpubench samples/s':<26} "
-        f"{'bare samples/s':<26} {'ratio':<20} {'best':<6} {'loss':<6}"
-    )
-    print(head)
-    print("   " + "-" * (len(head) - 3))
-    for t in res["throughput"]:
-        threads = f"{'/'.join(t['torch_threads_hpubench'])}|{'/'.join(t['torch_threads_bare'])}"
-        diff = t["max_abs_loss_diff"]
-        loss = "n/a" if diff is None else ("same" if diff == 0 else f"d={diff:.1e}")
-        print(
-            f"   {t['workload']:<8} {t['batch_size']:>3} {t['steps']:>5} {threads:>8}  "
-            f"{_range(t['hpubench_samples_per_s'], '.0f'):<26} {_range(t['bare_samples_per_s'], '.0f'):<26} "
-            f"{_range(t['ratio_hpubench_over_bare'], '.3f'):<20} {_f(t['ratio_best_rounds'], '.3f'):<6} "
-            f"{loss:<6}"
-        )
-        for e in t["errors"]:
-            print(f"     error: {e}")
-    print("   target 0.99-1.01: is the median ratio shown inside it? (distribution-free median interval)")
-    for t in res["throughput"]:
-        print(f"   {t['workload']:<8} {ratio_verdict(t.get('ratio_median_interval'))}")
-    print("   threads = torch.get_num_threads() in the hpubench cell child | in the bare child")
-    print("   best = fastest hpubench round / fastest bare round (least disturbed by other load)")
-    print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
-    bk = res["bookkeeping"]
-    if "error" not in bk:
-        per_step = 2 * bk["synchronize_call_s"] + 2 * bk["perf_counter_call_s"]
-        print(
-            "   hpubench times every step alone, acc.synchronize() before and after. On CPU that sync is an "
-            f"empty method ({bk['synchronize_call_s'] * 1e9:.0f} ns"
-        )
-        print(
-            "   a call): CPU ops are synchronous, so it waits for nothing and costs nothing. With two "
-            f"perf_counter reads ({bk['perf_counter_call_s'] * 1e9:.0f} ns"
-        )
-        print(
-            f"   each) the timing adds ~{per_step * 1e6:.2f} us a step. The per-step loss read "
-            f"(loss.detach().item(), {bk['loss_item_s'] * 1e6:.1f} us) falls"
-        )
-        print(
-            "   between timed steps, so hpubench's samples/s (batch x steps / sum of step times) leaves it "
-            "out; the bare loop's"
-        )
-        print("   single clock includes its own loop overhead.")
-
-    fx = res["fixed_cost"]
-    print()
-    print("2. Per-cell fixed cost (fork isolation, pre-warmed zygote)")
-    zs = res["zygote_start_s"]
-    print(
-        f"   zygote start, paid once per run (import torch + pre-imports): "
-        f"{', '.join(f'{z:.2f} s' for z in zs) or 'n/a'}"
-    )
-    m = fx["mlp"]
-    print(f"   {fx['mlp_cells']} tiny mlp cells, 2 steps + 1 warm-up each:   {'median':>10} {'max':>10}")
-    labels = [
-        ("dispatch_to_child_s", "request sent -> child running"),
-        ("dispatch_to_first_step_s", "request sent -> first training step"),
-        ("setup_s", "  of which setup in the child"),
-        ("flops_count_s", "    of which FLOP counting"),
-        ("worker_wall_s", "worker wall (run_cell)"),
-        ("launcher_overhead_s", "launcher overhead (cell wall - worker wall)"),
-        ("cell_wall_s", "cell wall (started -> finished event)"),
-    ]
-    for key, label in labels:
-        print(f"   {label:<45} {_ms(m[key]['median']):>10} {_ms(m[key]['max']):>10}")
-    first = fx["mlp_first_cell"]
-    if first:
-        print(
-            f"   first cell after the zygote started: dispatch -> first step "
-            f"{_ms(first['dispatch_to_first_step_s'])}, launcher overhead {_ms(first['launcher_overhead_s'])}"
-        )
-    if fx["event_wall_equals_record_wall"]:
-        print(
-            "   (the launcher's finished event carries the record's own wall_s, so event wall_s - record "
-            "wall_s is 0 by\n    construction; launcher overhead above is the wall time between the "
-            "started and finished events instead)"
-        )
-    print(
-        f"   {'one cell each':<14} {'to child':>10} {'to 1st step':>12} {'setup':>10} {'FLOPs':>10} "
-        f"{'launcher':>10} {'status':>8}"
-    )
-    for name, row in fx["one_cell_each"].items():
-        print(
-            f"   {name:<14} {_ms(row['dispatch_to_child_s']):>10} {_ms(row['dispatch_to_first_step_s']):>12} "
-            f"{_ms(row['setup_s']):>10} {_ms(row['flops_count_s']):>10} "
-            f"{_ms(row['launcher_overhead_s']):>10} {row['status']:>8}"
-        )
-        if row["status"] != "ok":
-            print(f"     {row['reason']}")
-    print("   Naive alternative, one fresh interpreter per cell, paid by every cell:")
-    d2f = m["dispatch_to_first_step_s"]["median"]
-    for label, s in res["naive"].items():
-        ratio = s["median"] / d2f if (s["median"] and d2f) else None
-        print(
-            f"   {'python -c ' + repr(label):<45} {_ms(s['median']):>10} (median of {s['n']}) "
-            f"= {_f(ratio, '.0f')}x hpubench's median dispatch -> first step"
-        )
-    sp = res["spawn"]
-    s = sp["dispatch_to_first_step_s"]
-    ratio = s["median"] / d2f if (s["median"] and d2f) else None
-    print(
-        f"   {'hpubench --isolation spawn, to 1st step':<45} {_ms(s['median']):>10} (median of {s['n']}) "
-        f"= {_f(ratio, '.0f')}x fork"
-    )
-    print("=" * 100)
 
 
 # ---- main ----------------------------------------------------------------------------------------------
