@@ -165,7 +165,11 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
 def _contender(row: pd.Series, col: str) -> Contender:
     q = row["quality"]
     return Contender(
-        float(row[col]), float(row[f"{col}_lo"]), float(row[f"{col}_hi"]), None if pd.isna(q) else str(q)
+        float(row[col]),
+        float(row[f"{col}_lo"]),
+        float(row[f"{col}_hi"]),
+        None if pd.isna(q) else str(q),
+        int(row["repeats"]),
     )
 
 

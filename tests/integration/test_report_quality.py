@@ -53,6 +53,7 @@ def test_headline_names_a_winner_only_when_intervals_are_apart_and_both_ok(quali
     # Throughput, then cost: the same two configurations on one device, so the same decision twice.
     assert _decisions(cards["resnet"]) == ["winner", "winner"]
     assert "Highest throughput</div>" in cards["resnet"] and "Ahead of the runner-up" in cards["resnet"]
+    assert "within-run only" in cards["resnet"]  # one run each: the winner says what its intervals hold
     assert _decisions(cards["bert"]) == ["no significant difference"] * 2
     assert "No significant difference." in cards["bert"] and "not a winner" in cards["bert"]
     assert "Ahead of the runner-up" not in cards["bert"]

@@ -347,8 +347,15 @@ def test_quality_imports_no_torch():
 # ---- when a page may name a winner ------------------------------------------------------------------------
 
 
-def c(value: float, half: float, q: str | None = OK) -> Contender:
-    return Contender(value, value - half, value + half, q)
+def c(value: float, half: float, q: str | None = OK, runs: int = 3) -> Contender:
+    return Contender(value, value - half, value + half, q, runs)
+
+
+def test_a_winner_from_single_runs_says_its_interval_is_within_one_run():
+    single = decide(c(110, 2, runs=1), c(100, 2))
+    assert single.outcome == WINNER and "within-run only" in single.text and "--repeat 3" in single.text
+    assert "within-run" not in decide(c(110, 2), c(100, 2)).text
+    assert "within-run" not in decide(c(110, 6, runs=1), c(100, 6, runs=1)).text  # no winner, no caveat
 
 
 def test_a_winner_needs_intervals_apart_and_both_ok():
