@@ -42,18 +42,17 @@ class CellEconomics:
     mfu: float | None
 
 
-def uses_tf32(result: CellResult) -> bool:
-    """Whether a 32-true CUDA cell ran its matmuls in TF32 (then the TF32 peak bounds it, not FP32)."""
-    flags = result.runtime.env_flags
-    return isinstance(flags, dict) and str(flags.get("allow_tf32_matmul")) == "True"
-
-
 def tf32_share(result: CellResult) -> float:
-    """The share of a cell's FLOPs that ran in TF32 with matmuls in FP32: its convolutions, where cuDNN's
-    own switch was on and the worker counted them (``runtime.flops_conv_share``); 0 otherwise."""
+    """The share of a cell's FLOPs that ran in TF32: all of them where its matmuls did (CUDA's
+    ``allow_tf32_matmul``), else its convolutions where cuDNN's own switch was on and the worker counted
+    them (``runtime.flops_conv_share``), else none."""
     flags = result.runtime.env_flags
+    if not isinstance(flags, dict):
+        return 0.0
+    if str(flags.get("allow_tf32_matmul")) == "True":
+        return 1.0
     share = result.runtime.flops_conv_share
-    if not isinstance(flags, dict) or str(flags.get("allow_tf32_cudnn")) != "True":
+    if str(flags.get("allow_tf32_cudnn")) != "True":
         return 0.0
     return float(share) if isinstance(share, (int, float)) and 0.0 <= share <= 1.0 else 0.0
 
@@ -83,7 +82,7 @@ def economics(
     world = result.cell.world_size
     acc, name = result.cell.accelerator, device_name(result)
     price = tables.price_for(acc, name)
-    peak = tables.peak_for(acc, name, result.cell.precision, uses_tf32(result), tf32_share(result))
+    peak = tables.peak_for(acc, name, result.cell.precision, tf32_share(result))
     if samples_per_s is None:
         sps, (lo, hi) = m.samples_per_s, m.samples_per_s_ci
     else:

@@ -206,16 +206,15 @@ def peak_for(
     device_name: str,
     precision: str,
     *,
-    tf32: bool = False,
     tf32_share: float = 0.0,
     table: Sequence[PeakEntry] = PEAKS,
 ) -> PeakFigure | None:
     """The peak TFLOP/s a cell at ``precision`` on this device is bounded by, or None if not known.
 
-    ``tf32=True`` asks for the TF32 figure for 32-true (a CUDA run with TF32 matmuls allowed is bounded
-    by the TF32 peak, not the FP32 one); it falls back to None, not to FP32, where the table has no TF32.
-    ``tf32_share`` is the share of a 32-true step's FLOPs that ran in TF32 although matmuls did not
-    (convolutions under cuDNN's own switch): the bound is then :func:`mixed_peak` of the two figures.
+    ``tf32_share`` is the share of a 32-true step's FLOPs that ran in TF32: 1 where matmuls may (a CUDA run
+    with TF32 matmuls allowed is bounded by the TF32 peak, not the FP32 one), the convolutions' share where
+    only cuDNN's own switch let them (the bound is then :func:`mixed_peak` of the two figures), 0 where
+    nothing did. Where the table has no TF32 figure the answer is None, never a fall-back to FP32.
     ``table`` lets a user's own figures replace the defaults.
     """
     if not 0.0 <= tf32_share <= 1.0:
@@ -226,7 +225,7 @@ def peak_for(
     entry = entry_for(accelerator, device_name, table)
     if entry is None:
         return None
-    share = 1.0 if tf32 else tf32_share
+    share = tf32_share
     dtype = declared
     if declared == "fp32" and share == 1.0:
         dtype = "tf32"

@@ -158,11 +158,9 @@ class Tables:
         return entry_for(accelerator, device_name, self.prices)
 
     def peak_for(
-        self, accelerator: str, device_name: str, precision: str, tf32: bool, tf32_share: float = 0.0
+        self, accelerator: str, device_name: str, precision: str, tf32_share: float = 0.0
     ) -> PeakFigure | None:
-        return peak_for(
-            accelerator, device_name, precision, tf32=tf32, tf32_share=tf32_share, table=self.peaks
-        )
+        return peak_for(accelerator, device_name, precision, tf32_share=tf32_share, table=self.peaks)
 
     def with_price_here(self, accelerator: str, device_name: str, usd_per_device_hour: float) -> Tables:
         """The user's price for the machine the results ran on, ahead of every other entry."""

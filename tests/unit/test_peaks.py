@@ -94,10 +94,10 @@ def test_figures_the_table_does_not_give_are_none(acc, name, precision):
 
 
 def test_tf32_figure_on_request():
-    peak = peak_for("cuda", "NVIDIA H100 80GB HBM3", "32-true", tf32=True)
+    peak = peak_for("cuda", "NVIDIA H100 80GB HBM3", "32-true", tf32_share=1.0)
     assert peak is not None and (peak.tflops, peak.dtype) == (495, "tf32")
-    assert peak_for("cuda", "NVIDIA H100 80GB HBM3", "bf16-mixed", tf32=True).dtype == "bf16"
-    assert peak_for("hpu", "GAUDI3", "32-true", tf32=True) is None  # no TF32 figure: no fallback
+    assert peak_for("cuda", "NVIDIA H100 80GB HBM3", "bf16-mixed", tf32_share=1.0).dtype == "bf16"
+    assert peak_for("hpu", "GAUDI3", "32-true", tf32_share=1.0) is None  # no TF32 figure: no fallback
 
 
 def test_cpu_figures_are_per_socket():

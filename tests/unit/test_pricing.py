@@ -238,10 +238,10 @@ as_of = "2025-06"
     epyc = t.price_for("cpu", "AMD EPYC")
     assert epyc.name == "lab EPYC box" and epyc.estimate and epyc.source == f"user file {f}"
     assert t.prices[0].name == "lab EPYC box"  # new entries are tried first
-    gaudi_peak = t.peak_for("hpu", "GAUDI", "bf16-mixed", tf32=False)
+    gaudi_peak = t.peak_for("hpu", "GAUDI", "bf16-mixed")
     # The user's figure is the user's: not flagged as the fact sheet's estimate, and not cited to it.
     assert (gaudi_peak.tflops, gaudi_peak.estimate, gaudi_peak.source) == (55, False, f"user file {f}")
-    assert t.peak_for("cpu", "AMD EPYC", "32-true", tf32=False).tflops == 2.5
+    assert t.peak_for("cpu", "AMD EPYC", "32-true").tflops == 2.5
     assert len(t.prices) == len(PRICES) + 1 and len(t.peaks) == len(PEAKS) + 1
 
 
