@@ -104,7 +104,8 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
     """Every cell with its figure and its quality verdict; the reasons for any verdict but ok follow the
     caption, one line each, so the table's own columns stay narrow."""
     caption = (
-        "samples/s: mean over measured steps [95% bootstrap CI]; repeated cells (run --repeat): "
+        "samples/s: mean over measured steps [95% bootstrap CI, within this run: processes differ more]; "
+        "repeated cells (run --repeat): "
         "median of the runs [lowest, highest run], the other columns medians of the runs, peak the highest; "
         "warm-up excluded; device synchronised around each step; several devices: global (all ranks, "
         "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
