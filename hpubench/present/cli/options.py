@@ -201,7 +201,7 @@ IsolationOpt = Annotated[
     typer.Option(
         "--isolation",
         help="fork (pre-warmed server: ~45 ms per cell; its children inherit the server's imported state, "
-        "which cost tiny CPU cells 1-4% of their speed against a fresh process on a 2-core VM) or spawn "
+        "measured at 0-4% of tiny CPU cells' speed against a fresh process on a 2-core VM) or spawn "
         "(a fresh interpreter per cell: ~2.1 s more per cell there, `import torch` paid each time; also for "
         "stacks where forking after import is unsafe).",
     ),
