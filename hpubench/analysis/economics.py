@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpubench.analysis.peaks import PeakFigure, mfu
+from hpubench.analysis.peaks import PeakFigure, mfu, share_in_tf32
 from hpubench.analysis.prices import PriceEntry, Tables
 from hpubench.analysis.stats import Estimate
 from hpubench.store.record import CellResult
@@ -49,12 +49,12 @@ def tf32_share(result: CellResult) -> float:
     flags = result.runtime.env_flags
     if not isinstance(flags, dict):
         return 0.0
-    if str(flags.get("allow_tf32_matmul")) == "True":
-        return 1.0
     share = result.runtime.flops_conv_share
-    if str(flags.get("allow_tf32_cudnn")) != "True":
-        return 0.0
-    return float(share) if isinstance(share, (int, float)) and 0.0 <= share <= 1.0 else 0.0
+    counted = str(flags.get("allow_tf32_cudnn")) == "True" and isinstance(share, (int, float))
+    return share_in_tf32(
+        str(flags.get("allow_tf32_matmul")) == "True",
+        float(share) if counted and 0.0 <= share <= 1.0 else None,
+    )
 
 
 def device_name(result: CellResult) -> str:

@@ -251,6 +251,14 @@ def peak_for(
     )
 
 
+def share_in_tf32(matmul_tf32: bool, conv_share: float | None) -> float:
+    """The ``tf32_share`` of :func:`peak_for`: every FLOP where matmuls run in TF32, else the convolutions'
+    share where only cuDNN's switch let them run so (None: not counted, or the switch was off), else 0."""
+    if matmul_tf32:
+        return 1.0
+    return 0.0 if conv_share is None else conv_share
+
+
 def mixed_peak(base_tflops: float, fast_tflops: float, fast_share: float) -> float:
     """The rate bound of work of which ``fast_share`` runs at ``fast_tflops`` and the rest at
     ``base_tflops``: the time at peak adds up per part, so the bound is the weighted harmonic mean."""

@@ -214,7 +214,7 @@ def _run(
         cell.accelerator,
         runtime["device_name"],
         cell.precision,
-        tf32_share=1.0 if acc.matmul_tf32() else runtime.get("flops_conv_share", 0.0),
+        tf32_share=peaks.share_in_tf32(acc.matmul_tf32(), runtime.get("flops_conv_share")),
     )
     feed = None
     if progress_path is not None and strategy.rank == 0:  # one feed per cell: rank 0's steps

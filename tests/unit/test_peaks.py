@@ -3,7 +3,16 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.analysis.peaks import PEAKS, PeakEntry, PeakFigure, entry_for, mfu, mixed_peak, peak_for
+from hpubench.analysis.peaks import (
+    PEAKS,
+    PeakEntry,
+    PeakFigure,
+    entry_for,
+    mfu,
+    mixed_peak,
+    peak_for,
+    share_in_tf32,
+)
 from hpubench.plan.precisions import PRECISIONS
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
@@ -214,3 +223,9 @@ def test_convolutions_in_tf32_bound_a_32_true_cell_by_the_mixed_peak():
     assert peak_for("hpu", "GAUDI3", "32-true", tf32_share=0.5) is None  # no TF32 figure: no bound
     with pytest.raises(ValueError, match="tf32_share"):
         peak_for("cuda", h100, "32-true", tf32_share=1.5)
+
+
+def test_the_tf32_share_is_all_flops_with_tf32_matmuls_else_the_counted_convolutions():
+    assert share_in_tf32(True, 0.3) == 1.0 and share_in_tf32(True, None) == 1.0
+    assert share_in_tf32(False, 0.3) == 0.3
+    assert share_in_tf32(False, None) == 0.0  # not counted (or cuDNN's switch off): no TF32 assumed
