@@ -76,6 +76,7 @@ _OBSERVED_COLUMNS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("power_max_w", ("telemetry", "max_power_w")),
     ("energy_per_step_j", ("telemetry", "energy_per_step_j")),
     ("energy_resolution_pct", ("telemetry", "energy_resolution_pct")),
+    ("telemetry_sampler_cpu_pct", ("telemetry", "sampler_cpu_pct")),
     ("energy_per_sample_j", ("telemetry", "energy_per_sample_j")),
     ("samples_per_kwh", ("telemetry", "samples_per_kwh")),
     ("energy_price_per_kwh", ("telemetry", "energy_price_per_kwh")),

@@ -93,9 +93,13 @@ def test_hlml_power_energy_utilisation_and_temperature_in_both_releases(records,
     assert 35 <= t["max_temperature_c"] <= 60
     assert t["readings"] >= 2
     # A window of a few tens of ms, polled every few ms: the counter's steps could be as coarse as the
-    # polls (the double's is smooth; a real one may not be), which is the only caveat recorded.
+    # polls (the double's is smooth; a real one may not be), and polls that often keep the sampler's
+    # thread busy for a share of a core; those are the only caveats recorded, each only when it applies.
     assert t["energy_resolution_pct"] > 0 and t["counter_step_s"] is None
-    assert all(n.startswith("energy within") for n in t["notes"])
+    assert t["sampler_cpu_pct"] > 0
+    sampler_notes = [n for n in t["notes"] if n.startswith("the telemetry sampler took")]
+    assert len(sampler_notes) == (t["sampler_cpu_pct"] > 1.0)
+    assert all(n.startswith("energy within") for n in t["notes"] if n not in sampler_notes)
     energies = [s["energy_j"] for s in t["samples"]]
     assert energies == sorted(energies) and energies[0] == 0.0 and energies[-1] > 0
 

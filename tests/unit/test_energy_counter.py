@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from hpubench.measure.telemetry import Reading, TelemetrySource, summarise
+from hpubench.measure.telemetry import Monitor, Reading, TelemetrySource, summarise
 from hpubench.measure.telemetry.counter import counter_window
-from hpubench.measure.telemetry.sampler import Sampler
+from hpubench.measure.telemetry.sampler import Sampler, within_budget
 from tests.unit.test_telemetry import fake_pynvml
 
 STEP_S, STEP_J = 0.1, 50.0  # 500 W, counted in 50 J steps every 100 ms
@@ -90,7 +90,7 @@ class SteppedSource(TelemetrySource):
 
 def test_the_sampler_reads_the_counter_alone_between_full_readings():
     src = SteppedSource()
-    sampler = Sampler(src, interval_s=0.05)
+    sampler = Sampler(src, interval_s=0.05, cpu_budget=1.0)  # the pattern alone: no CPU budget
     sampler.start()
     time.sleep(0.3)
     readings = sampler.stop()
@@ -108,6 +108,53 @@ def test_a_source_without_energy_polls_is_read_in_full_every_interval():
     time.sleep(0.1)
     sampler.stop()
     assert src.energy_only == 0 and src.full >= 3
+
+
+class CostlySteppedSource(SteppedSource):
+    """Each reading burns 4 ms of its thread's CPU: an NVML call as slow as on the H100 host measured."""
+
+    def _burn(self) -> None:
+        end = time.thread_time() + 0.004
+        while time.thread_time() < end:
+            pass
+
+    def read(self) -> Reading:
+        self._burn()
+        return super().read()
+
+    def read_energy(self) -> Reading:
+        self._burn()
+        return super().read_energy()
+
+
+def test_costly_readings_hold_the_energy_polls_back_to_the_cpu_budget():
+    src = CostlySteppedSource()
+    sampler = Sampler(src, interval_s=0.05)
+    sampler.start()
+    time.sleep(0.4)
+    sampler.stop()
+    # Unbudgeted, a 5 ms energy poll between 50 ms full readings would make energy_only >= 3 x full (the
+    # cheap source's test above); a 4 ms reading blows a 1% budget at once, so hardly any are taken.
+    assert sampler.energy_polls_limited
+    assert src.energy_only <= 2 and src.full >= 4
+    assert sampler.cpu_per_poll_s() >= 0.004
+
+
+def test_the_budget_is_a_share_of_one_core():
+    assert within_budget(0.001, 0.2) and within_budget(0.002, 0.2)
+    assert not within_budget(0.0021, 0.2)
+    assert within_budget(0.02, 0.2, budget=0.1) and not within_budget(0.03, 0.2, budget=0.1)
+
+
+def test_a_held_back_sampler_says_why_the_energy_is_coarse():
+    monitor = Monitor(CostlySteppedSource, 0.05)
+    monitor.start()
+    time.sleep(0.3)
+    monitor.stop()
+    r = monitor.result(steps=1, samples_per_step=1)
+    held = [n for n in r.notes if n.startswith("energy-only polls held back")]
+    assert len(held) == 1 and "of CPU here" in held[0]
+    monitor.close()
 
 
 def test_nvml_reads_its_counter_alone_and_asks_for_it_every_20_ms(monkeypatch):

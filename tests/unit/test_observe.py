@@ -204,6 +204,7 @@ def _observed_result() -> CellResult:
         samples_per_step=8,
         device="GAUDI2",
         price_per_kwh=0.25,
+        sampler_cpu_pct=0.4,
     )
     return CellResult(
         Cell("mlp", steps=2, warmup_steps=1),
@@ -239,6 +240,7 @@ def test_the_dataframe_carries_energy_and_profile_columns():
     assert row["telemetry_source"] == "hlml" and row["power_mean_w"] == pytest.approx(100.0)
     assert row["energy_per_step_j"] == pytest.approx(50.0)
     assert row["energy_resolution_pct"] == pytest.approx(100.0)  # two readings a second apart, 1 s window
+    assert row["telemetry_sampler_cpu_pct"] == pytest.approx(0.4)
     assert row["profile_top_op"] == "aten::addmm" and row["profile_trace"] == "traces/x.json"
     assert row["memory_timeline_points"] == 5
     assert plain["power_mean_w"] is None or plain["power_mean_w"] != plain["power_mean_w"]  # None/NaN, not 0

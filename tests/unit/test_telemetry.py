@@ -235,6 +235,53 @@ def test_sampler_polls_in_the_background_and_brackets_the_window():
     assert r.mean_utilisation_pct == 50.0 and r.max_temperature_c == 60.0
 
 
+class BurningSource(CountingSource):
+    """Each read burns ``burn_s`` of its thread's CPU time: a costly library call that holds the core."""
+
+    def __init__(self, burn_s: float) -> None:
+        super().__init__()
+        self.burn_s = burn_s
+
+    def read(self) -> Reading:
+        end = time.thread_time() + self.burn_s
+        while time.thread_time() < end:
+            pass
+        return super().read()
+
+
+def test_the_sampler_keeps_the_cpu_time_its_polls_took():
+    src = BurningSource(0.003)
+    sampler = Sampler(src, interval_s=0.01)
+    assert sampler.cpu_share_pct() is None  # nothing measured before the window ends
+    sampler.start()
+    time.sleep(0.2)
+    sampler.stop()
+    in_thread = src.calls - 2  # the edge readings run on the caller's thread and are not counted
+    assert in_thread >= 3
+    assert sampler.thread_cpu_s >= 0.003 * in_thread
+    assert sampler.cpu_share_pct() == pytest.approx(100 * sampler.thread_cpu_s / sampler.window_s)
+
+
+def test_a_busy_sampler_says_so_and_a_quiet_one_does_not():
+    readings = [Reading(0.0, 100.0, 0.0), Reading(1.0, 100.0, 100.0)]
+    busy = summarise(readings, source="x", steps=1, samples_per_step=1, sampler_cpu_pct=2.5)
+    quiet = summarise(readings, source="x", steps=1, samples_per_step=1, sampler_cpu_pct=0.3)
+    assert busy.sampler_cpu_pct == 2.5 and quiet.sampler_cpu_pct == 0.3
+    assert any("telemetry sampler took 2.5% of a core" in n for n in busy.notes)
+    assert not any("sampler" in n for n in quiet.notes)
+
+
+def test_the_monitor_records_what_its_sampler_cost():
+    monitor = Monitor(lambda: BurningSource(0.004), 0.01)
+    monitor.start()
+    time.sleep(0.15)
+    monitor.stop()
+    r = monitor.result(steps=3, samples_per_step=1)
+    assert r.sampler_cpu_pct is not None and r.sampler_cpu_pct > 1.0  # >= 4 ms every ~14 ms
+    assert any("telemetry sampler took" in n for n in r.notes)
+    monitor.close()
+
+
 def test_a_failing_source_never_breaks_the_run():
     src = CountingSource(fail_after=2)
     monitor = Monitor(lambda: src, 0.005)

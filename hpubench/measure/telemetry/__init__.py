@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hpubench.measure.telemetry.base import Reading, TelemetrySource, TelemetryUnavailable
-from hpubench.measure.telemetry.sampler import Sampler
+from hpubench.measure.telemetry.sampler import ENERGY_POLL_CPU_BUDGET, Sampler
 from hpubench.measure.telemetry.summary import TelemetryResult, TelemetrySample, absent, summarise
 
 __all__ = [
@@ -69,6 +69,13 @@ class Monitor:
         notes = list(self.source.notes)
         notes += [f"{field} not read: {err}" for field, err in self.source.errors.items()]
         notes += [f"read failed: {err}" for err in self.sampler.read_errors]
+        per_poll = self.sampler.cpu_per_poll_s()
+        if self.sampler.energy_polls_limited and per_poll is not None:
+            notes.append(
+                f"energy-only polls held back to keep the sampler within {ENERGY_POLL_CPU_BUDGET:.0%} of a "
+                f"core (a reading took ~{per_poll * 1e3:.2g} ms of CPU here); energy_resolution_pct says how "
+                "exact the energy still is"
+            )
         return summarise(
             self.sampler.readings,
             source=self.source.name,
@@ -79,6 +86,7 @@ class Monitor:
             scope=self.source.scope,
             price_per_kwh=price_per_kwh,
             notes=notes,
+            sampler_cpu_pct=self.sampler.cpu_share_pct(),
         )
 
     def close(self) -> None:

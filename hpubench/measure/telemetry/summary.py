@@ -21,6 +21,7 @@ from hpubench.measure.telemetry.counter import CounterWindow, counter_window
 J_PER_KWH = 3.6e6
 MAX_SAMPLES_KEPT = 500  # the record keeps an evenly thinned series; the summary uses every reading
 RESOLUTION_NOTE_PCT = 5.0  # a counter figure less certain than this says so in the notes
+SAMPLER_NOTE_PCT = 1.0  # a sampler thread busier than this (% of a core) says so in the notes
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class TelemetryResult:
     energy_j: float | None = None
     energy_resolution_pct: float | None = None  # counter only: the error its steps and the polls allow
     counter_step_s: float | None = None  # counter only: its step period, where the polls resolved it
+    # The polling thread's own CPU time over the window, % of one core: about the most its polls can take
+    # from the steps' host thread (``sampler.Sampler``).
+    sampler_cpu_pct: float | None = None
     mean_power_w: float | None = None
     max_power_w: float | None = None
     energy_per_step_j: float | None = None
@@ -116,9 +120,15 @@ def summarise(
     scope: str | None = None,
     price_per_kwh: float | None = None,
     notes: Sequence[str] = (),
+    sampler_cpu_pct: float | None = None,
 ) -> TelemetryResult:
     """Figures over the window from the first to the last reading, which bracket ``steps`` steps."""
     notes = list(notes)
+    if sampler_cpu_pct is not None and sampler_cpu_pct > SAMPLER_NOTE_PCT:
+        notes.append(
+            f"the telemetry sampler took {sampler_cpu_pct:.1f}% of a core over the window, which a "
+            "host-bound step can lose; a longer --telemetry-interval or --no-telemetry avoids it"
+        )
     readings = sorted(readings, key=lambda r: r.t)
     if len(readings) < 2:
         return TelemetryResult(
@@ -127,6 +137,7 @@ def summarise(
             scope=scope,
             interval_s=interval_s,
             readings=len(readings),
+            sampler_cpu_pct=sampler_cpu_pct,
             notes=(*notes, "fewer than two readings: no window to measure over"),
         )
     t0 = readings[0].t
@@ -183,6 +194,7 @@ def summarise(
         energy_j=energy,
         energy_resolution_pct=None if counted is None else counted.resolution_pct,
         counter_step_s=None if counted is None else counted.step_period_s,
+        sampler_cpu_pct=sampler_cpu_pct,
         mean_power_w=mean_power,
         max_power_w=max((p for _, p in powers), default=None),
         energy_per_step_j=per_step,
