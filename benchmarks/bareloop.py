@@ -18,19 +18,20 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 # torch and hpubench are imported inside bare_loop: overhead.py imports this module before it sets
 # OMP_NUM_THREADS from --threads, which must happen before torch loads.
 
 
-def bare_loop(
-    workload_name: str, size: str, batch_size: int, warmup: int, steps: int, blocks: int = 1
-) -> dict[str, Any]:
-    """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed.
+def build_training(
+    workload_name: str, size: str, batch_size: int, device_name: str = "cpu"
+) -> tuple[Callable[[tuple[Any, ...]], Any], list[tuple[Any, ...]]]:
+    """The step and the batches a cell of this workload trains on: same model, seed, data and optimizer.
 
-    ``blocks`` > 1 times that many blocks of ``steps`` steps one after another in this one process
-    (``blocks_samples_per_s``): their spread is the machine's drift alone, without a new process's draw.
+    Applies hpubench's CPU thread policy for a one-process cell first (threads must be set before the
+    first op). ``device_name`` is a torch device ("cpu", "cuda"); the step returns the loss tensor.
     """
     import torch
 
@@ -42,7 +43,7 @@ def bare_loop(
     apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
 
     wl = workloads.get(workload_name)
-    device = torch.device("cpu")
+    device = torch.device(device_name)
     torch.manual_seed(SEED)
     model = wl.build_model(size).to(device)
     model.train()
@@ -62,13 +63,28 @@ def bare_loop(
         opt.step()
         return loss
 
+    return step, batches
+
+
+def bare_loop(
+    workload_name: str, size: str, batch_size: int, warmup: int, steps: int, blocks: int = 1
+) -> dict[str, Any]:
+    """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed.
+
+    ``blocks`` > 1 times that many blocks of ``steps`` steps one after another in this one process
+    (``blocks_samples_per_s``): their spread is the machine's drift alone, without a new process's draw.
+    """
+    import torch
+
+    step, batches = build_training(workload_name, size, batch_size)
+    n = len(batches)
     for i in range(warmup):
-        step(batches[i % N_BATCHES])
+        step(batches[i % n])
     per_block = []
     for b in range(blocks):
         t0 = time.perf_counter()
         for i in range(steps):
-            loss = step(batches[(warmup + b * steps + i) % N_BATCHES])
+            loss = step(batches[(warmup + b * steps + i) % n])
         per_block.append(time.perf_counter() - t0)
     result = {
         "elapsed_s": per_block[0],
