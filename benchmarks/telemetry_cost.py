@@ -43,6 +43,7 @@ import workloads
 from hpubench.analysis.medianci import median_interval
 from hpubench.core import accelerators
 from hpubench.measure.telemetry import Monitor, Sampler, TelemetrySource
+from hpubench.measure.telemetry.readcost import time_reads
 
 ARMS = ("off", "full", "default")
 WARMUP_S = 2.0
@@ -152,21 +153,6 @@ def measure_python_thread(
     }
 
 
-def read_cost_us(source: TelemetrySource, n: int = 200) -> dict[str, float]:
-    """Median CPU and wall microseconds of one full reading and one energy-only reading, on this thread."""
-    out = {}
-    for kind, read in (("full", source.read), ("energy", source.read_energy)):
-        cpu, wall = [], []
-        for _ in range(n):
-            c0, w0 = time.thread_time(), time.perf_counter()
-            read()
-            cpu.append(time.thread_time() - c0)
-            wall.append(time.perf_counter() - w0)
-        out[f"{kind}_cpu_us"] = statistics.median(cpu) * 1e6
-        out[f"{kind}_wall_us"] = statistics.median(wall) * 1e6
-    return out
-
-
 def summarise(result: dict[str, Any]) -> list[str]:
     """Lines for one measurement: each arm's median rate, block CV, ratio to ``off`` and sampler cost."""
     rates = result["rates"]
@@ -227,11 +213,11 @@ def main(argv: list[str]) -> int:
         f"every {args.interval:g} s, energy-only polls every {source.energy_poll_s or 'n/a'} s in 'default'; "
         f"{args.rounds} rounds, arms rotated; ratios are to 'off' in the same round, median [95% interval]"
     )
-    cost = read_cost_us(source)
+    cost = time_reads(source, reads=200)
     print(
-        f"one reading on this thread (median of 200): full {cost['full_cpu_us']:.1f} us CPU "
-        f"({cost['full_wall_us']:.1f} us wall), energy-only {cost['energy_cpu_us']:.1f} us CPU "
-        f"({cost['energy_wall_us']:.1f} us wall)"
+        f"one reading on this thread (median of {cost.reads}): full {cost.full_cpu_s * 1e6:.1f} us CPU "
+        f"({cost.full_wall_s * 1e6:.1f} us wall), energy-only {cost.energy_cpu_s * 1e6:.1f} us CPU "
+        f"({cost.energy_wall_s * 1e6:.1f} us wall)"
     )
     results = [measure_python_thread(source, args.rounds, args.block_s, args.interval)]
     print("\n".join(summarise(results[0])), flush=True)
@@ -241,7 +227,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(summarise(result)), flush=True)
     source.close()
     if args.json is not None:
-        out = {"device": args.device, "source": source.name, "read_cost_us": cost, "results": results}
+        out = {"device": args.device, "source": source.name, "read_cost": cost.to_dict(), "results": results}
         args.json.write_text(json.dumps(out))
     return 0
 

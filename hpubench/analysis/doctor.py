@@ -17,10 +17,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpubench.measure.conditions import THREADS_ENV, plan_threads, thread_policy
+from hpubench.plan.runoptions import DEFAULT_TELEMETRY_INTERVAL_S
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 LEVELS = (OK, WARN, FAIL)
 GIB = 1024**3
+# A telemetry sampler whose full readings alone take this much of a core (%) at the default interval warns.
+TELEMETRY_WARN_PCT = 1.0
 # Less host memory free than this share of the total is a warning: cells' estimates assume most of it.
 LOW_HOST_MEMORY_SHARE = 0.10
 # Sections in the order they are printed; an accelerator's section is its name.
@@ -79,6 +82,9 @@ class DeviceFacts:
     unavailable: tuple[tuple[str, str], ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)
     error: str = ""  # the hook itself failed: the facts above are incomplete
+    # What one telemetry reading costs (``hpubench.measure.telemetry.readcost.probe``), or "absent"/"error"
+    # with why; {} where it was not probed.
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +106,7 @@ class DeviceFacts:
             unavailable=tuple((str(u[0]), str(u[1])) for u in data.get("unavailable", ())),
             extra=dict(data.get("extra", {})),
             error=str(data.get("error", "")),
+            telemetry=dict(data.get("telemetry", {})),
         )
 
 
@@ -230,7 +237,49 @@ def device_findings(facts: DeviceFacts, library_fixes: Mapping[str, str] | None 
         )
     if facts.memory:
         out.append(Finding(sec, "device memory", OK, memory_text(facts.memory)))
+    telemetry = telemetry_finding(sec, facts.telemetry)
+    if telemetry is not None:
+        out.append(telemetry)
     return out
+
+
+def telemetry_finding(
+    section: str, probe: Mapping[str, Any], interval_s: float = DEFAULT_TELEMETRY_INTERVAL_S
+) -> Finding | None:
+    """What the telemetry sampler will cost at the default interval, from one probe of its readings.
+
+    The full readings alone, one every ``interval_s``, take ``full_cpu_s / interval_s`` of a core from
+    the host (the energy-only polls between them stay within their own 1% budget); above 1% a host-bound
+    cell can lose about that much of its speed. None where nothing was probed.
+    """
+    if not probe:
+        return None
+    if "absent" in probe:
+        return Finding(section, "telemetry", OK, f"none: {probe['absent']}")
+    if "error" in probe:
+        return Finding(
+            section,
+            "telemetry",
+            WARN,
+            f"a reading failed: {probe['error']}",
+            "cells will record telemetry as absent with this reason; repair the library to get power figures",
+        )
+    cpu_s = float(probe["full_cpu_s"])
+    share = 100.0 * cpu_s / interval_s
+    detail = (
+        f"{probe['source']}: a reading takes {cpu_s * 1e3:.2g} ms of CPU, {share:.2g}% of a core at the "
+        f"default --telemetry-interval {interval_s:g}"
+    )
+    if share < TELEMETRY_WARN_PCT:
+        return Finding(section, "telemetry", OK, detail)
+    return Finding(
+        section,
+        "telemetry",
+        WARN,
+        detail + "; host-bound cells (tiny models, launch-bound GPU steps) can lose about that much",
+        f"where their speed matters more than power figures: --telemetry-interval {cpu_s / 0.002:.2g} "
+        "(0.2% of a core) or --no-telemetry",
+    )
 
 
 def memory_text(memory: Sequence[tuple[str, int, int]]) -> str:

@@ -12,12 +12,14 @@ import glob
 import os
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import psutil
 
 from hpubench.analysis.doctor import THREAD_ENV_VARS, DeviceFacts, HostFacts
 from hpubench.core import accelerators
+from hpubench.measure.telemetry import readcost
 
 GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
 
@@ -59,12 +61,28 @@ def child_facts() -> dict[str, Any]:
     # deferred: host_facts runs in the torch-free launcher (hpubench.api); the child has torch already
     import torch
 
-    devices: list[dict[str, Any]] = []
+    found: list[tuple[type[accelerators.Accelerator], DeviceFacts]] = []
     for name in accelerators.names():
         cls = accelerators.get(name)
         try:
             facts = cls.doctor_facts()
         except Exception as exc:  # a bug or a broken framework: say so, keep the other accelerators
             facts = DeviceFacts(name, False, error=f"{type(exc).__name__}: {exc}")
-        devices.append(facts.to_dict())
+        found.append((cls, facts))
+    # Telemetry after every hook has seen the process: opening a source may load a device library.
+    devices = [
+        replace(facts, telemetry=telemetry_probe(cls)).to_dict()
+        if facts.present and not facts.error
+        else facts.to_dict()
+        for cls, facts in found
+    ]
     return {"torch": str(torch.__version__), "devices": devices}
+
+
+def telemetry_probe(cls: type[accelerators.Accelerator]) -> dict[str, Any]:
+    """What one reading of the first device's telemetry costs (``readcost.probe``); never raises."""
+    try:
+        acc = cls(0)
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return readcost.probe(acc.telemetry_source)

@@ -79,6 +79,25 @@ def test_healthy_double_reports_the_bridge_and_hlml() -> None:
         assert hpu[check]["level"] == "OK", hpu[check]
 
 
+def test_telemetry_readings_are_priced_and_a_dear_one_warns_with_the_interval_that_fits() -> None:
+    cheap = doctor("--json", double=True)
+    dear = doctor("--json", double=True, HPUBENCH_FAKE_HLML_ENERGY_CPU_MS="3")
+    assert cheap.returncode == 0 and dear.returncode == 0, dear.stdout[-3000:] + dear.stderr[-2000:]
+    ok = {f["check"]: f for f in json.loads(cheap.stdout)["findings"] if f["section"] == "hpu"}
+    warn = {f["check"]: f for f in json.loads(dear.stdout)["findings"] if f["section"] == "hpu"}
+    assert ok["telemetry"]["level"] == "OK" and ok["telemetry"]["detail"].startswith("hlml: a reading takes")
+    assert warn["telemetry"]["level"] == "WARN"
+    assert (
+        "a reading takes 3 ms of CPU, 3% of a core at the default --telemetry-interval 0.1"
+        in (warn["telemetry"]["detail"])
+    )
+    assert warn["telemetry"]["fix"].startswith("where their speed matters more than power figures: ")
+    assert "--telemetry-interval 1.5 (0.2% of a core) or --no-telemetry" in warn["telemetry"]["fix"]
+    cpu = {f["check"]: f for f in json.loads(cheap.stdout)["findings"] if f["section"] == "cpu"}
+    if not Path("/sys/class/powercap").exists():
+        assert cpu["telemetry"]["detail"].startswith("none: no RAPL powercap interface")
+
+
 @pytest.mark.parametrize(
     ("env", "check", "detail", "fix"),
     [

@@ -18,6 +18,7 @@ from hpubench.analysis.doctor import (
     memory_finding,
     plan_findings,
     sections,
+    telemetry_finding,
     thread_findings,
     to_json,
 )
@@ -211,3 +212,44 @@ def test_json_carries_sections_findings_and_exit_code() -> None:
         "detail": "bad",
         "fix": "export it",
     }
+
+
+# ---- telemetry cost ----------------------------------------------------------------------------------
+
+
+def test_telemetry_that_was_not_probed_adds_no_finding() -> None:
+    assert telemetry_finding("cuda", {}) is None
+
+
+def test_a_cheap_reading_is_ok_and_says_its_share_of_a_core() -> None:
+    f = telemetry_finding("cuda", {"source": "nvml", "full_cpu_s": 0.00005})
+    assert f is not None and f.level == OK
+    assert f.detail == (
+        "nvml: a reading takes 0.05 ms of CPU, 0.05% of a core at the default --telemetry-interval 0.1"
+    )
+
+
+def test_a_dear_reading_warns_with_an_interval_that_fits_a_fifth_of_a_percent() -> None:
+    # The H100 host measured: 2.4 ms of CPU a reading, 2.4% of a core every 0.1 s.
+    f = telemetry_finding("cuda", {"source": "nvml", "full_cpu_s": 0.0024})
+    assert f is not None and f.level == WARN
+    assert "2.4 ms of CPU, 2.4% of a core" in f.detail and "can lose about that much" in f.detail
+    assert "--telemetry-interval 1.2 (0.2% of a core)" in f.fix
+    # The bound is the share at the interval asked about, not the reading alone.
+    assert telemetry_finding("cuda", {"source": "nvml", "full_cpu_s": 0.0024}, interval_s=1.0).level == OK
+
+
+def test_absent_or_failing_telemetry_says_why() -> None:
+    absent = telemetry_finding("cpu", {"absent": "no RAPL powercap interface"})
+    assert absent is not None and absent.level == OK and absent.detail == "none: no RAPL powercap interface"
+    broken = telemetry_finding("hpu", {"error": "reading hlml failed: HLMLError: code 15"})
+    assert broken is not None and broken.level == WARN and "HLMLError" in broken.detail and broken.fix
+
+
+def test_device_findings_carry_the_telemetry_finding_and_facts_round_trip() -> None:
+    facts = DeviceFacts("cuda", True, 1, ("H100",), telemetry={"source": "nvml", "full_cpu_s": 0.0024})
+    back = DeviceFacts.from_dict(json.loads(json.dumps(facts.to_dict())))
+    assert back == facts
+    found = {f.check: f for f in device_findings(back)}
+    assert found["telemetry"].level == WARN
+    assert "telemetry" not in {f.check for f in device_findings(DeviceFacts("cuda", True, 1, ("H100",)))}

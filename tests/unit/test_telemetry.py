@@ -24,6 +24,7 @@ from hpubench.measure.telemetry import (
 from hpubench.measure.telemetry import rapl as rapl_mod
 from hpubench.measure.telemetry.hlml import utilisation_pct
 from hpubench.measure.telemetry.rapl import RAPLSource
+from hpubench.measure.telemetry.readcost import probe, time_reads
 from hpubench.measure.telemetry.sampler import Sampler
 from hpubench.measure.telemetry.summary import J_PER_KWH, MAX_SAMPLES_KEPT
 
@@ -280,6 +281,42 @@ def test_the_monitor_records_what_its_sampler_cost():
     assert r.sampler_cpu_pct is not None and r.sampler_cpu_pct > 1.0  # >= 4 ms every ~14 ms
     assert any("telemetry sampler took" in n for n in r.notes)
     monitor.close()
+
+
+def test_a_reading_is_priced_in_cpu_and_wall_time():
+    src = BurningSource(0.002)
+    cost = time_reads(src, reads=5)
+    # 5 full readings, then 5 energy-only ones, which a source without a cheaper one reads in full
+    assert cost.source == "counting" and cost.reads == 5 and src.calls == 10
+    assert cost.full_cpu_s >= 0.002 and cost.full_wall_s >= cost.full_cpu_s * 0.99
+    assert cost.energy_cpu_s >= 0.002
+    with pytest.raises(ValueError, match="reads must be >= 1"):
+        time_reads(src, reads=0)
+
+
+def test_the_probe_never_raises_and_always_closes():
+    closed = []
+
+    class Closing(BurningSource):
+        def close(self) -> None:
+            closed.append(True)
+            raise RuntimeError("close failed too")
+
+    assert probe(lambda: Closing(0.0), reads=2)["source"] == "counting" and closed == [True]
+
+    def unavailable():
+        raise TelemetryUnavailable("no NVML here")
+
+    def broken():
+        raise OSError("libnvidia-ml.so: cannot open")
+
+    class FailingRead(CountingSource):
+        def read(self) -> Reading:
+            raise RuntimeError("sensor gone")
+
+    assert probe(unavailable) == {"absent": "no NVML here"}
+    assert probe(broken) == {"error": "OSError: libnvidia-ml.so: cannot open"}
+    assert probe(FailingRead) == {"error": "reading counting failed: RuntimeError: sensor gone"}
 
 
 def test_a_failing_source_never_breaks_the_run():

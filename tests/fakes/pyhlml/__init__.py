@@ -18,6 +18,8 @@ Knobs (environment, read at call time):
   libhlml.so is missing), ``power``, ``energy``, ``utilization``, ``temperature``.
 - ``HPUBENCH_FAKE_HPU_COUNT`` / ``HPUBENCH_FAKE_HPU_NAME``: shared with the habana_frameworks double.
 - ``HPUBENCH_FAKE_HPU_CALL_LOG``: every call appends ``hlml.<name><TAB><detail>`` to this file.
+- ``HPUBENCH_FAKE_HLML_ENERGY_CPU_MS``: each read of the energy counter burns this much of its thread's CPU
+  time, as a slow driver call does (one NVML reading took 2.4 ms of CPU on an H100 host; README).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ FAIL_ENV = "HPUBENCH_FAKE_HLML_FAIL"
 COUNT_ENV = "HPUBENCH_FAKE_HPU_COUNT"
 NAME_ENV = "HPUBENCH_FAKE_HPU_NAME"
 CALL_LOG_ENV = "HPUBENCH_FAKE_HPU_CALL_LOG"
+ENERGY_CPU_ENV = "HPUBENCH_FAKE_HLML_ENERGY_CPU_MS"
 
 RIPPLE = 0.05
 MODULE_STEP_W = 50.0  # module m's base power is the base figure + m * this
@@ -184,6 +187,9 @@ def hlmlDeviceGetPowerUsage(device: _Handle) -> int:
 def hlmlDeviceGetTotalEnergyConsumption(device: _Handle) -> int:
     """Millijoules since the driver loaded."""
     _check(device, "energy")
+    end = time.thread_time() + float(os.environ.get(ENERGY_CPU_ENV, "0")) / 1000
+    while time.thread_time() < end:
+        pass
     return BOOT_ENERGY_MJ + int(_energy_j(_elapsed(), device.module) * 1000)
 
 
