@@ -187,6 +187,10 @@ def main(argv: list[str]) -> int:
     if args.rounds < 2 or args.block_s <= 0 or args.interval <= 0:
         print("--rounds must be >= 2, --block-s and --interval positive")
         return 2
+    if args.json is not None and (args.json.exists() or not args.json.parent.is_dir()):
+        why = "exists; give a new path" if args.json.exists() else "is in a folder that does not exist"
+        print(f"--json {args.json} {why}")
+        return 2
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
     unknown = [n for n in names if n not in workloads.names()]
     if unknown or not names:
