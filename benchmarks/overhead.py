@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
+from outpath import json_out_problem
 from overhead_report import print_report
 
 from hpubench.analysis.medianci import median_interval
@@ -395,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    if json_out_problem(args.json):
+        parser.error(json_out_problem(args.json))
     if args.threads is not None:
         if args.threads < 1:
             parser.error("--threads must be >= 1")

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bareloop import build_training  # benchmarks/ is on sys.path: these run as scripts
+from outpath import json_out_problem
 
 import workloads
 from hpubench.analysis.medianci import median_interval
@@ -187,9 +188,9 @@ def main(argv: list[str]) -> int:
     if args.rounds < 2 or args.block_s <= 0 or args.interval <= 0:
         print("--rounds must be >= 2, --block-s and --interval positive")
         return 2
-    if args.json is not None and (args.json.exists() or not args.json.parent.is_dir()):
-        why = "exists; give a new path" if args.json.exists() else "is in a folder that does not exist"
-        print(f"--json {args.json} {why}")
+    problem = json_out_problem(args.json)
+    if problem:
+        print(problem)
         return 2
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
     unknown = [n for n in names if n not in workloads.names()]

@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from outpath import json_out_problem  # benchmarks/ is on sys.path: these run as scripts
+
 ROOT = Path(__file__).resolve().parent.parent
 HOG = "while True: pass"
 CV_TARGET = 0.02
@@ -222,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 2:
         ap.error("--repeats must be >= 2 (a spread needs two runs)")
+    if json_out_problem(args.json):
+        ap.error(json_out_problem(args.json))
     mode = "quick" if args.quick else "full"
     load = os.getloadavg()[0]
     print(f"hpubench trust benchmark ({mode}): {os.cpu_count()} CPUs, load {load:.2f}", flush=True)
