@@ -9,14 +9,15 @@ summary can see its steps and take the energy between two of them.
 What the polls cost is kept with them: the thread's own CPU time over the window (``thread_cpu_s``). Its
 reads hold the GIL only for their Python part (ctypes releases it around the library call), but a driver
 call can contend with the steps' own calls into the same driver. Measured on an H100 host
-(``benchmarks/telemetry_cost.py``, one process, 40 rotated rounds): one NVML reading took 2.4 ms of CPU,
-so polling the counter every 20 ms kept the thread 10-17% busy and cost gpt tiny 2.6% of its throughput
-(0.9735, interval 0.950-0.992); on this 2-core VM a trivial reading's wake-up costs ~0.1-0.2 ms. So the
-energy-only polls are extras within a CPU budget (``ENERGY_POLL_CPU_BUDGET`` of one core): taken while
-the thread's CPU so far stays within it, otherwise left out until the next full reading. The full
-readings every ``interval_s`` are what the user asked for and are always taken. On that H100 host with the
-budget: 20 polls a second instead of 32-51, the thread 3.8-4.5% of a core (full readings alone: 1.7-3.3%),
-and a cell's record says the energy-only polls were held back and what a reading cost.
+(``benchmarks/telemetry_cost.py``, one process, rotated rounds): one NVML reading took 2.4 ms of CPU, so
+polling the counter every 20 ms kept the thread 10-17% busy (gpt tiny read 0.9735 of its speed without
+telemetry in one run; the host was too noisy for its throughput ratios to be trusted, README); on this
+2-core VM a trivial reading's wake-up costs ~0.1-0.2 ms. So the energy-only polls are extras within a
+CPU budget (``ENERGY_POLL_CPU_BUDGET`` of one core): taken while the thread's CPU so far stays within it,
+otherwise left out until the next full reading. The full readings every ``interval_s`` are what the user
+asked for and are always taken. On that H100 host with the budget: 20 polls a second instead of 32-51,
+the thread 3.8-4.5% of a core (full readings alone: 1.7-3.3%), and a cell's record says the energy-only
+polls were held back and what a reading cost.
 """
 
 from __future__ import annotations
