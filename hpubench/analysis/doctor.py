@@ -266,9 +266,10 @@ def telemetry_finding(
         )
     cpu_s = float(probe["full_cpu_s"])
     share = 100.0 * cpu_s / interval_s
+    ms, pct, fits = _two_digits(cpu_s * 1e3), _two_digits(share), _two_digits(cpu_s / 0.002)
     detail = (
-        f"{probe['source']}: a reading takes {cpu_s * 1e3:.2g} ms of CPU, {share:.2g}% of a core at the "
-        f"default --telemetry-interval {interval_s:g}"
+        f"{probe['source']}: a reading takes {ms} ms of CPU, {pct}% of a core at the default "
+        f"--telemetry-interval {interval_s:g}"
     )
     if share < TELEMETRY_WARN_PCT:
         return Finding(section, "telemetry", OK, detail)
@@ -277,9 +278,14 @@ def telemetry_finding(
         "telemetry",
         WARN,
         detail + "; host-bound cells (tiny models, launch-bound GPU steps) can lose about that much",
-        f"where their speed matters more than power figures: --telemetry-interval {cpu_s / 0.002:.2g} "
+        f"where their speed matters more than power figures: --telemetry-interval {fits} "
         "(0.2% of a core) or --no-telemetry",
     )
+
+
+def _two_digits(x: float) -> str:
+    """Two significant digits, never in exponent form (120, not 1.2e+02)."""
+    return f"{float(f'{x:.2g}'):g}"
 
 
 def memory_text(memory: Sequence[tuple[str, int, int]]) -> str:

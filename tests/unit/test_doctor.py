@@ -235,6 +235,8 @@ def test_a_dear_reading_warns_with_an_interval_that_fits_a_fifth_of_a_percent() 
     assert f is not None and f.level == WARN
     assert "2.4 ms of CPU, 2.4% of a core" in f.detail and "can lose about that much" in f.detail
     assert "--telemetry-interval 1.2 (0.2% of a core)" in f.fix
+    slow = telemetry_finding("hpu", {"source": "hlml", "full_cpu_s": 0.12})  # no exponents in the text
+    assert "120 ms of CPU, 120% of a core" in slow.detail and "--telemetry-interval 60 (" in slow.fix
     # The bound is the share at the interval asked about, not the reading alone.
     assert telemetry_finding("cuda", {"source": "nvml", "full_cpu_s": 0.0024}, interval_s=1.0).level == OK
 
