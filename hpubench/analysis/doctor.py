@@ -17,13 +17,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpubench.measure.conditions import THREADS_ENV, plan_threads, thread_policy
+from hpubench.measure.telemetry.summary import SAMPLER_NOTE_PCT
 from hpubench.plan.runoptions import DEFAULT_TELEMETRY_INTERVAL_S
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 LEVELS = (OK, WARN, FAIL)
 GIB = 1024**3
-# A telemetry sampler whose full readings alone take this much of a core (%) at the default interval warns.
-TELEMETRY_WARN_PCT = 1.0
 # Less host memory free than this share of the total is a warning: cells' estimates assume most of it.
 LOW_HOST_MEMORY_SHARE = 0.10
 # Sections in the order they are printed; an accelerator's section is its name.
@@ -271,7 +270,7 @@ def telemetry_finding(
         f"{probe['source']}: a reading takes {ms} ms of CPU, {pct}% of a core at the default "
         f"--telemetry-interval {interval_s:g}"
     )
-    if share < TELEMETRY_WARN_PCT:
+    if share < SAMPLER_NOTE_PCT:  # the bound above which a cell's record notes what its sampler cost
         return Finding(section, "telemetry", OK, detail)
     return Finding(
         section,
