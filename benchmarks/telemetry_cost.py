@@ -16,14 +16,15 @@ and alternates blocks of about ``--block-s`` seconds under three arms, in a rota
   declares ``energy_poll_s``, the energy counter alone in between: NVML every 0.02 s, as far as the
   sampler's CPU budget allows, ``hpubench.measure.telemetry.sampler.ENERGY_POLL_CPU_BUDGET``).
 
-Each block is timed as a cell times its steps: ``perf_counter`` around each step with the device
-synchronised after it, the loss read to the host after the clock stops; throughput = batch x steps over
-the sum of the step times. Reported per arm against ``off`` in the same round: the median ratio with its
-95% distribution-free interval (1.000 = no cost), the polls per second and the sampler thread's own CPU
-time as a share of a core (``Sampler.cpu_share_pct``, what a cell records as ``sampler_cpu_pct``): its
-reads hold the GIL for their Python part only, so that share is about the most the steps can lose, and
-it stays readable where the throughput ratio is lost in the host's noise. Before the rounds, one full
-and one energy-only reading are timed on the main thread (CPU and wall microseconds).
+Each block is timed by the cell's own loop (``measure_steps``, one untimed step first): ``perf_counter``
+around each step with the device synchronised after it, the loss read to the host after the clock stops;
+throughput = batch x steps over the sum of the step times. Reported per arm against ``off`` in the same
+round: the median ratio with its 95% distribution-free interval (1.000 = no cost), the polls per second
+and the sampler thread's own CPU time as a share of a core (``Sampler.cpu_share_pct``, what a cell
+records as ``sampler_cpu_pct``): its reads hold the GIL for their Python part only, so that share is
+about the most the steps can lose, and it stays readable where the throughput ratio is lost in the
+host's noise. Before the rounds, one full and one energy-only reading are timed on the main thread (CPU
+and wall microseconds).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from outpath import json_out_problem
 import workloads
 from hpubench.analysis.medianci import median_interval
 from hpubench.core import accelerators
+from hpubench.measure.steps import measure_steps
 from hpubench.measure.telemetry import Monitor, Sampler, TelemetrySource
 from hpubench.measure.telemetry.readcost import time_reads
 
@@ -50,21 +52,10 @@ ARMS = ("off", "full", "default")
 WARMUP_S = 2.0
 
 
-def run_block(
-    step: Callable[[Any], Any], batches: list[Any], sync: Callable[[], None], steps: int, start: int
-) -> float:
-    """Sum of ``steps`` step times, each bracketed by device syncs (as ``measure_steps`` does)."""
-    total = 0.0
-    n = len(batches)
-    sync()
-    for i in range(steps):
-        t0 = time.perf_counter()
-        loss = step(batches[(start + i) % n])
-        sync()
-        total += time.perf_counter() - t0
-        loss.detach().item()
-        del loss
-    return total
+def run_block(step: Callable[[Any], Any], batches: list[Any], sync: Callable[[], None], steps: int) -> float:
+    """Sum of ``steps`` step times as a cell times them (``measure_steps``: one untimed step first, then
+    each step bracketed by device syncs, its loss read outside the clock)."""
+    return sum(measure_steps(step, batches, sync, 1, steps).measured_s)
 
 
 def sampler_for(arm: str, source: TelemetrySource, interval_s: float) -> Sampler | None:
@@ -106,20 +97,14 @@ def measure_workload(
     batch_size = workloads.get(name).sizes["tiny"].batch_size
     step, batches = build_training(name, "tiny", batch_size, str(acc.torch_device()))
     sync = acc.synchronize
-    done = 0
     t_end = time.perf_counter() + WARMUP_S
     while time.perf_counter() < t_end:
-        run_block(step, batches, sync, 10, done)
-        done += 10
-    per_step = run_block(step, batches, sync, 50, done) / 50
-    done += 50
+        run_block(step, batches, sync, 10)
+    per_step = run_block(step, batches, sync, 50) / 50
     steps = max(20, round(block_s / per_step))
 
     def block() -> tuple[float, float]:
-        nonlocal done
-        busy = run_block(step, batches, sync, steps, done)
-        done += steps
-        return batch_size * steps, busy
+        return batch_size * steps, run_block(step, batches, sync, steps)
 
     return {
         "workload": f"{name} tiny",
