@@ -396,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
-    if json_out_problem(args.json):
-        parser.error(json_out_problem(args.json))
+    problem = json_out_problem(args.json)
+    if problem:
+        parser.error(problem)
     if args.threads is not None:
         if args.threads < 1:
             parser.error("--threads must be >= 1")

@@ -224,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeats < 2:
         ap.error("--repeats must be >= 2 (a spread needs two runs)")
-    if json_out_problem(args.json):
-        ap.error(json_out_problem(args.json))
+    problem = json_out_problem(args.json)
+    if problem:
+        ap.error(problem)
     mode = "quick" if args.quick else "full"
     load = os.getloadavg()[0]
     print(f"hpubench trust benchmark ({mode}): {os.cpu_count()} CPUs, load {load:.2f}", flush=True)
