@@ -5,8 +5,9 @@ and ``trust.py`` runs it in fresh processes for the machine's own run-to-run spr
 can measure below. Same model and seed as hpubench, the same synthetic batches cycled in the same order,
 same optimizer and learning rate, and the threads (and affinity) hpubench's CPU thread policy gives a
 one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1; a user's ``OMP_NUM_THREADS`` wins on both
-sides). Timed the simplest honest way: one ``perf_counter`` around the measured loop after the warm-up.
-CPU only: CPU ops are synchronous, so there is nothing to wait for before stopping the clock.
+sides), and the same heap policy (``HPUBENCH_MALLOC``, default steady). Timed the simplest honest way: one
+``perf_counter`` around the measured loop after the warm-up. CPU only: CPU ops are synchronous, so there is
+nothing to wait for before stopping the clock.
 
 ``python benchmarks/bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS [BLOCKS]`` prints the result as one JSON
 line.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -31,16 +33,20 @@ def build_training(
     """The step and the batches a cell of this workload trains on: same model, seed, data and optimizer.
 
     Applies hpubench's CPU thread policy for a one-process cell first (threads must be set before the
-    first op). ``device_name`` is a torch device ("cpu", "cuda"); the step returns the loss tensor.
+    first op), and its heap policy (``HPUBENCH_MALLOC``) before anything is allocated. ``device_name``
+    is a torch device ("cpu", "cuda"); the step returns the loss tensor.
     """
     import torch
 
     import workloads
     from hpubench.measure.conditions import plan_threads, thread_policy
     from hpubench.measure.conditions_probe import affinity, apply_plan
+    from hpubench.measure.heap import heap_policy, plan_heap
+    from hpubench.measure.heap_probe import apply_heap_plan
     from hpubench.run.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
 
     apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
+    apply_heap_plan(plan_heap(heap_policy(os.environ), os.environ))  # the heap a cell's process has
 
     wl = workloads.get(workload_name)
     device = torch.device(device_name)
@@ -81,6 +87,7 @@ def bare_loop(
     for i in range(warmup):
         step(batches[i % n])
     per_block = []
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for b in range(blocks):
         t0 = time.perf_counter()
         for i in range(steps):
@@ -91,6 +98,9 @@ def bare_loop(
         "samples_per_s": batch_size * steps / per_block[0],
         "loss_last": float(loss.detach()),
         "torch_threads": torch.get_num_threads(),
+        # page faults a step are the allocator's churn (hpubench.measure.heap): the figure to look at first
+        "minor_faults_per_step": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0)
+        / (blocks * steps),
     }
     if blocks > 1:
         result["blocks_samples_per_s"] = [batch_size * steps / e for e in per_block]

@@ -17,6 +17,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpubench.measure.conditions import THREADS_ENV, plan_threads, thread_policy
+from hpubench.measure.heap import (
+    HEAP_ENV,
+    MMAP_THRESHOLD,
+    TRIM_THRESHOLD,
+    USER_MALLOC_ENV,
+    heap_policy,
+    plan_heap,
+)
 from hpubench.measure.telemetry.summary import SAMPLER_NOTE_PCT
 from hpubench.plan.runoptions import DEFAULT_TELEMETRY_INTERVAL_S
 
@@ -52,10 +60,19 @@ class HostFacts:
     governors: Mapping[str, int] = field(default_factory=dict)  # scaling_governor -> CPUs; {} = unknown
     memory_available: int | None = None
     memory_total: int | None = None
-    environ: Mapping[str, str] = field(default_factory=dict)  # the variables that matter (THREAD_ENV_VARS)
+    environ: Mapping[str, str] = field(default_factory=dict)  # the variables that matter (HOST_ENV_VARS)
+    allocator: str | None = None  # "glibc 2.36"; None where the C library is not glibc
 
 
-THREAD_ENV_VARS = (THREADS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+HOST_ENV_VARS = (
+    THREADS_ENV,
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    HEAP_ENV,
+    *USER_MALLOC_ENV,
+    "GLIBC_TUNABLES",
+    "LD_PRELOAD",
+)
 
 
 @dataclass(frozen=True)
@@ -159,6 +176,42 @@ def thread_findings(cpus: Sequence[int], environ: Mapping[str, str]) -> list[Fin
     return out
 
 
+def heap_finding(allocator: str | None, environ: Mapping[str, str]) -> Finding:
+    """The heap policy a cell's processes would get (``hpubench.measure.heap``)."""
+    check = "heap"
+    try:
+        policy = heap_policy(environ)
+    except ValueError as exc:
+        return Finding(HOST, check, FAIL, str(exc), f"unset {HEAP_ENV} (steady, the default)")
+    plan = plan_heap(policy, environ)
+    if plan.policy != policy:  # the user's own allocator setting wins
+        return Finding(HOST, check, OK, f"{plan.policy[len('user: ') :]}: the user's allocator setting, kept")
+    if policy == "system":
+        return Finding(
+            HOST,
+            check,
+            WARN,
+            f"{HEAP_ENV}=system: glibc moves its malloc thresholds as a process runs, so a CPU cell may draw "
+            "a heap trimmed and regrown every step (page faults a step in its record)",
+            f"unset {HEAP_ENV} (steady, the default)",
+        )
+    if allocator is None:
+        return Finding(
+            HOST,
+            check,
+            WARN,
+            "the C library is not glibc: the steady heap policy cannot hold malloc's thresholds",
+            "compare runs by their records' page faults a step; or run on a glibc Linux",
+        )
+    return Finding(
+        HOST,
+        check,
+        OK,
+        f"{HEAP_ENV}=steady (default): {allocator} malloc thresholds held "
+        f"(mmap {MMAP_THRESHOLD // 2**20} MiB, trim {TRIM_THRESHOLD // 2**30} GiB)",
+    )
+
+
 def memory_finding(available: int | None, total: int | None) -> Finding:
     check = "host memory"
     if available is None or total is None or total <= 0:
@@ -179,6 +232,7 @@ def host_findings(host: HostFacts) -> list[Finding]:
     return [
         governor_finding(host.governors),
         *thread_findings(host.cpus, host.environ),
+        heap_finding(host.allocator, host.environ),
         memory_finding(host.memory_available, host.memory_total),
     ]
 

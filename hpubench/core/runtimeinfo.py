@@ -31,6 +31,7 @@ class RuntimeInfo(Mapping[str, Any]):
     software: Facts | None = None  # versions: torch, the device framework
     env_flags: Facts | None = None  # environment flags that change the device's behaviour
     threads: Facts | None = None  # intra/inter-op threads, wait policy, affinity, load, policy
+    heap: Facts | None = None  # host malloc policy and the thresholds set (hpubench.measure.heap)
     distributed: Facts | None = None  # backend, ranks, per-rank figures, launch facts
     # what ran
     batch_size: int | None = None  # per device, resolved

@@ -17,8 +17,9 @@ from typing import Any
 
 import psutil
 
-from hpubench.analysis.doctor import THREAD_ENV_VARS, DeviceFacts, HostFacts
+from hpubench.analysis.doctor import HOST_ENV_VARS, DeviceFacts, HostFacts
 from hpubench.core import accelerators
+from hpubench.measure.heap_probe import glibc
 from hpubench.measure.telemetry import readcost
 
 GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
@@ -51,7 +52,8 @@ def host_facts(environ: Mapping[str, str] | None = None) -> HostFacts:
         governors=governors(),
         memory_available=int(vm.available),
         memory_total=int(vm.total),
-        environ={k: env[k] for k in THREAD_ENV_VARS if k in env},
+        environ={k: env[k] for k in HOST_ENV_VARS if k in env},
+        allocator=f"glibc {found[1]}" if (found := glibc()) else None,
     )
 
 

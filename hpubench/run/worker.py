@@ -31,6 +31,8 @@ from hpubench.core.trainstep import build_step, make_optimizer, step_factory
 from hpubench.errors import CellSkipped
 from hpubench.measure.autosteps import warmup_extension
 from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
+from hpubench.measure.heap import heap_policy, plan_heap
+from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.measure.loader import host_batches
 from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
@@ -131,6 +133,8 @@ def _run(
     reason = acc_cls.skip_reason(cell, device_name)
     if reason:
         raise CellSkipped(reason)
+    # Before anything big is allocated: the model, batches and steps all come from the heap it settles.
+    heap = apply_heap_plan(plan_heap(heap_policy(os.environ), os.environ))
     strategy.setup(acc)
     device = acc.torch_device()
     runtime.update(
@@ -141,6 +145,7 @@ def _run(
         world_size=strategy.world_size,
         software=acc.software_versions(),
         threads=thread_facts(strategy.thread_policy or "unknown"),
+        heap=heap,
     )
     if strategy.world_size > 1:
         runtime["distributed"] = {

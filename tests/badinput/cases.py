@@ -524,6 +524,14 @@ for value in ["some", "-1", "0", "cores-2", "ALL", "1.5", "pinned-ish"]:
         "HPUBENCH_CPU_THREADS",
         env={"HPUBENCH_CPU_THREADS": value},
     )
+for value in ["fixed", "Steady", "0", "jemalloc"]:
+    add(
+        "env",
+        f"HPUBENCH_MALLOC={value}",
+        [*RUN, "-w", "mlp", "-a", "cpu"],
+        "HPUBENCH_MALLOC",
+        env={"HPUBENCH_MALLOC": value},
+    )
 for var in [
     "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
     "LOWER_LIST",

@@ -21,6 +21,10 @@ CLEARED = (
     "HABANA_VISIBLE_MODULES",
     "HLS_MODULE_ID",
     "HPUBENCH_CPU_THREADS",
+    "HPUBENCH_MALLOC",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_MMAP_THRESHOLD_",
+    "GLIBC_TUNABLES",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
     "HPUBENCH_FAKE_HPU_COUNT",
@@ -55,7 +59,12 @@ def test_cpu_machine_is_healthy_and_json_has_every_section() -> None:
     assert doc["exit_code"] == 0 and doc["counts"]["FAIL"] == 0
     assert doc["sections"] == ["host", "torch", "hpu", "cuda", "cpu", "plan"]
     checks = {(f["section"], f["check"]) for f in doc["findings"]}
-    for want in (("host", "CPU frequency governor"), ("host", "threads"), ("host", "host memory")):
+    for want in (
+        ("host", "CPU frequency governor"),
+        ("host", "threads"),
+        ("host", "heap"),
+        ("host", "host memory"),
+    ):
         assert want in checks
     assert ("torch", "torch") in checks and ("plan", "cells") in checks
     hpu = [f for f in doc["findings"] if f["section"] == "hpu"]
@@ -191,3 +200,19 @@ def test_cells_that_cannot_fit_in_device_memory_are_named_with_the_estimate(
     assert float(m["needed"]) > 1000 > float(m["available"])
     if available is not None:  # a first-generation Gaudi's HBM (C8)
         assert m["available"] == available
+
+
+def test_heap_policy_is_reported_and_a_bad_one_fails() -> None:
+    def heap(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
+        (found,) = [f for f in json.loads(proc.stdout)["findings"] if f["check"] == "heap"]
+        return found
+
+    steady = doctor("--json")
+    assert heap(steady)["level"] == "OK" and "HPUBENCH_MALLOC=steady (default)" in heap(steady)["detail"]
+    system = doctor("--json", HPUBENCH_MALLOC="system")
+    assert system.returncode == 0 and heap(system)["level"] == "WARN"
+    assert "unset HPUBENCH_MALLOC" in heap(system)["fix"]
+    user = doctor("--json", HPUBENCH_MALLOC="system", MALLOC_TRIM_THRESHOLD_="131072")
+    assert heap(user)["level"] == "OK" and "MALLOC_TRIM_THRESHOLD_=131072" in heap(user)["detail"]
+    bad = doctor("--json", HPUBENCH_MALLOC="fixed")
+    assert bad.returncode == 1 and "HPUBENCH_MALLOC='fixed'" in fails(bad)["heap"]["detail"]

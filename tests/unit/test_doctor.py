@@ -15,6 +15,7 @@ from hpubench.analysis.doctor import (
     device_findings,
     exit_code,
     governor_finding,
+    heap_finding,
     memory_finding,
     plan_findings,
     sections,
@@ -103,6 +104,20 @@ def test_thread_policy_and_openmp_settings() -> None:
     user = thread_findings(cpus, {"OMP_NUM_THREADS": "4"})
     assert user[0].level == OK and "OMP_NUM_THREADS=4" in user[0].detail
     assert levels(thread_findings(cpus, {"OMP_NUM_THREADS": "four"}))["OMP_NUM_THREADS"] == FAIL
+
+
+def test_heap_policy() -> None:
+    glibc = "glibc 2.36"
+    steady = heap_finding(glibc, {})
+    assert steady.level == OK and "steady (default)" in steady.detail and glibc in steady.detail
+    assert "mmap 32 MiB, trim 1 GiB" in steady.detail
+    system = heap_finding(glibc, {"HPUBENCH_MALLOC": "system"})
+    assert system.level == WARN and "HPUBENCH_MALLOC" in system.fix
+    assert heap_finding(None, {}).level == WARN  # not glibc: mallopt cannot hold the thresholds
+    user = heap_finding(None, {"LD_PRELOAD": "libjemalloc.so.2"})
+    assert user.level == OK and "LD_PRELOAD=libjemalloc.so.2" in user.detail
+    bad = heap_finding(glibc, {"HPUBENCH_MALLOC": "big"})
+    assert bad.level == FAIL and "'big'" in bad.detail
 
 
 def test_host_memory() -> None:

@@ -13,6 +13,7 @@ import typer
 
 from hpubench import __version__
 from hpubench.errors import UsageError
+from hpubench.measure.heap import check_heap_env
 from hpubench.plan.modeldirs import with_model_dirs
 from hpubench.present.cli.consoles import out_console
 from hpubench.present.cli.options import (
@@ -62,6 +63,7 @@ def list_cells(
     # The estimates are made under the cells' own settings (a CPU rank's threads follow
     # HPUBENCH_CPU_THREADS), so a bad one is refused here as `run` refuses it.
     check_environment(os.environ)
+    check_heap_env(os.environ)
 
     dims, workloads_from = with_model_dirs(dims, workloads_from)
     spec = api.resolve_spec(matrix, dimension_overrides(dims))

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from hpubench.errors import UsageError
+from hpubench.measure.heap import check_heap_env
 from hpubench.plan import shard as shard_mod
 from hpubench.plan.cliparse import check_timeout, out_dir
 from hpubench.plan.modeldirs import with_model_dirs
@@ -144,6 +145,10 @@ def run(
     (the same, OMP_WAIT_POLICY=PASSIVE), cores-1 (the default: a core left for everything else) or
     pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
     the threads in force and the share of its CPUs other processes took while it measured.
+
+    Every cell's processes hold glibc malloc's thresholds fixed (HPUBENCH_MALLOC=steady, the default), so
+    no process draws a heap trimmed and regrown every step; HPUBENCH_MALLOC=system leaves glibc's own,
+    and a user's MALLOC_*_ variables, GLIBC_TUNABLES or LD_PRELOADed allocator win.
     """
     # deferred, as every command's work: the CLI starts (and prints --help) without numpy (api, shardplan,
     # the estimates), the accelerator registry or the live view (about 0.3 s together)
@@ -165,6 +170,7 @@ def run(
     if not progress_every > 0:
         raise UsageError(f"--progress-every must be a positive number of seconds, got {progress_every}")
     check_environment(os.environ)
+    check_heap_env(os.environ)
     import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
     run_options = _run_options(
         profile=profile,
