@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install hf browser compiler smoke test bench bench-threads gpu-check report-png lint format
+.PHONY: install hf browser compiler smoke test bench bench-threads bench-heap gpu-check report-png lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -48,6 +48,9 @@ bench: install
 
 bench-threads: install
 	$(PY) benchmarks/threads.py
+
+bench-heap: install
+	$(PY) benchmarks/heap.py
 
 # The CUDA paths once each on this machine's GPUs (benchmarks/gpu-check.toml), with a table; exit 2 without a GPU.
 gpu-check: install

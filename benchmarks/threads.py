@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from outpath import json_out_problem  # benchmarks/ is on sys.path: these run as scripts
+
 POLICIES = ("all", "all-passive", "cores-1", "pinned")
 STEPS = {"mlp": 200, "gpt": 20, "resnet": 10}
 WARMUP = 5
@@ -75,13 +77,17 @@ def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workloads", default="mlp,gpt")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    problem = json_out_problem(args.json)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     workloads = args.workloads.split(",")
     policies = args.policies.split(",")
     rng = random.Random(0)
@@ -116,7 +122,8 @@ def main() -> None:
     if args.json:
         rows = [{"workload": w, "policy": p, "busy": b, "runs": v} for (w, p, b), v in results.items()]
         args.json.write_text(json.dumps(rows, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
