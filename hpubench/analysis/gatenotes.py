@@ -1,5 +1,6 @@
 """The notes under a gate's verdict: what a reader must know to trust it (cells that could not be tested,
-spreads that were modelled, too few runs for the permutation test, sides measured apart, a changed device).
+spreads that were modelled, too few runs for the permutation test, sides measured apart, a changed device
+or thread or heap policy).
 
 Separate from the verdicts: notes never change a decision, they only qualify it. Pure.
 """
@@ -20,6 +21,32 @@ from hpubench.analysis.gaterules import (
 
 def _device(runs: CellRuns) -> str | None:
     return runs.record.runtime.device_name if runs.measured else None
+
+
+# Facts of how a cell's process ran that move its figure without any change of the code: (runtime field,
+# name in the note). A record without the field predates it (the heap: glibc's own thresholds then).
+POLICIES = (("threads", "CPU thread policy"), ("heap", "heap policy"))
+
+
+def _policy(runs: CellRuns, fact: str) -> str | None:
+    if not runs.measured:
+        return None
+    facts = getattr(runs.record.runtime, fact)
+    return "not recorded" if not facts else str(facts.get("policy", "not recorded"))
+
+
+def policy_notes(b_map: dict[str, CellRuns], c_map: dict[str, CellRuns], matched: Sequence[str]) -> list[str]:
+    """One note per policy that differs between the sides' matched cells (README: Host heap policy)."""
+    notes = []
+    for fact, name in POLICIES:
+        pairs = {(_policy(b_map[k], fact), _policy(c_map[k], fact)) for k in matched}
+        changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
+        if changed:
+            notes.append(
+                f"the {name} changed between baseline and current ({'; '.join(changed)}): it moves a CPU "
+                "cell's figure without any change of the code; measure both sides under one policy"
+            )
+    return notes
 
 
 def _span(groups: Sequence[CellRuns]) -> tuple[datetime, datetime] | None:
@@ -105,4 +132,5 @@ def gate_notes(
     changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
     if changed:
         notes.append(f"the device changed between baseline and current ({'; '.join(changed)})")
+    notes.extend(policy_notes(b_map, c_map, matched))
     return tuple(notes)

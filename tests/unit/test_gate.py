@@ -34,6 +34,7 @@ from hpubench.analysis.gaterules import (
     runs_needed_for_permutation_test,
 )
 from hpubench.core.memory import MemoryStats
+from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 from hpubench.store.record import CellResult
@@ -471,3 +472,21 @@ def test_a_note_says_when_one_side_was_measured_wholly_before_the_other() -> Non
     assert not any("wholly before" in n for n in gate(make_side(rng, CELLS), make_side(rng, CELLS)).notes)
     bad = [replace(r, started_at="yesterday") for r in later]
     assert not any("wholly before" in n for n in gate(base, bad).notes)
+
+
+def _with_policy(results: list[CellResult], **facts: dict[str, str]) -> list[CellResult]:
+    return [replace(r, runtime=RuntimeInfo.from_dict(r.runtime).with_facts(**facts)) for r in results]
+
+
+def test_a_changed_heap_or_thread_policy_is_noted_and_an_unchanged_one_is_not() -> None:
+    rng = np.random.default_rng(18)
+    base, cur = make_side(rng, CELLS[:1]), make_side(rng, CELLS[:1])
+    same = gate(_with_policy(base, heap={"policy": "steady"}), _with_policy(cur, heap={"policy": "steady"}))
+    assert not any("policy changed" in n for n in same.notes), same.notes
+    older = gate(base, _with_policy(cur, heap={"policy": "steady"}))  # a baseline from before runtime.heap
+    (note,) = [n for n in older.notes if "policy changed" in n]
+    assert note.startswith("the heap policy changed between baseline and current (not recorded -> steady)")
+    threads = gate(
+        _with_policy(base, threads={"policy": "all"}), _with_policy(cur, threads={"policy": "cores-1"})
+    )
+    assert any(n.startswith("the CPU thread policy changed") and "all -> cores-1" in n for n in threads.notes)
