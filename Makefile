@@ -41,7 +41,8 @@ test: install hf browser compiler
 	$(PY) -m pytest -q
 
 # Figures, not tests: harness/bare throughput and per-cell cost, then run-to-run spread and the collapse
-# guard. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores).
+# guard. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores),
+# bench-heap the heap policies (HPUBENCH_MALLOC; ~4 min).
 bench: install
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/trust.py

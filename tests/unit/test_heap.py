@@ -24,12 +24,6 @@ def test_steady_is_the_default_and_holds_both_thresholds() -> None:
     assert plan_heap("steady", {}) == HeapPlan("steady", TRIM_THRESHOLD, MMAP_THRESHOLD)
 
 
-def test_the_thresholds_are_ones_glibc_accepts_and_above_a_steps_churn() -> None:
-    # mallopt takes an int, and refuses an mmap threshold above 32 MiB on 64-bit.
-    assert MMAP_THRESHOLD == 32 * 2**20
-    assert MMAP_THRESHOLD < TRIM_THRESHOLD < 2**31
-
-
 def test_system_sets_nothing() -> None:
     assert heap_policy({HEAP_ENV: "system"}) == "system"
     assert plan_heap("system", {}) == HeapPlan("system")
