@@ -8,7 +8,6 @@ threshold through mallopt also turns off glibc's dynamic adjustment of both, whi
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from typing import Any
 
 from hpubench.measure.heap import HeapPlan

@@ -2,7 +2,7 @@
 
 resnet tiny is the workload whose steps churn glibc's heap when its thresholds move (1,500-2,200 page
 faults a step on the dev VM under glibc's own policy, in most processes); under the default policy a cell
-of it must measure with next to none.
+of it must measure with a small fraction of that.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def test_the_default_holds_the_heap_in_the_cell_and_records_it(tmp_path: Path) -
     assert heap["policy"] == "steady" and heap["applied"] is True, heap
     assert heap["mmap_threshold"] == MMAP_THRESHOLD and heap["trim_threshold"] == TRIM_THRESHOLD
     assert heap["allocator"].startswith("glibc ")
+    # Held: 6-20 a step (first touches spread over the window). Churning: 1,500-2,200 a step.
     faults = record["runtime"]["page_faults_measured"]["minor"] / record["metrics"]["measured_steps"]
-    assert faults < 50, f"{faults:.0f} page faults a measured step: the heap is still trimmed and regrown"
+    assert faults < 200, f"{faults:.0f} page faults a measured step: the heap is still trimmed and regrown"
 
 
 def test_system_and_a_users_own_setting_leave_glibc_alone(tmp_path: Path) -> None:
