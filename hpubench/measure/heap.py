@@ -2,14 +2,15 @@
 
 Why: glibc's malloc moves both thresholds while a process runs. Until they settle, a CPU training step
 that frees megabytes of activations at the top of the heap has the heap trimmed and regrown every step, and
-every regrown page faults in again. Whether a process settles is a draw. Measured on the 2-core dev VM
-(torch 2.13 CPU, resnet tiny, bare training loop in fresh processes): processes that did not settle took
-1,500-2,200 minor page faults a step and 8-14% of their CPU in the kernel, at 620-670 samples/s; those
-that did ran at 745-765 with none. That draw alone made resnet tiny's run-to-run CV 6.7%.
+every regrown page faults in again. Measured on the 2-core dev VM (torch 2.13 CPU, resnet tiny, bare
+training loop in fresh processes): under glibc's own behaviour the processes took 1,200-2,200 minor page
+faults a step and 8-14% of their CPU in the kernel, at 617-686 samples/s. The fast processes seen before
+(719-765) match the speed of a heap that does not churn (inferred: none was caught with its fault count),
+so whether a process's heap settles is the per-process draw that made resnet tiny's run-to-run CV reach 6.7%.
 
 ``steady`` (the default) holds both from the process's start where glibc would end up: the mmap threshold
 at 32 MiB, its ceiling for the dynamic threshold on 64-bit, and the trim threshold far above any step's
-churn. Every process then starts settled: 725-769 samples/s and no faults a step in the same test. Both
+churn. Every process then starts settled: 725-756 samples/s and 0-8 faults a step in the same test. Both
 are needed: a fixed trim threshold alone keeps the default 128 KiB mmap threshold (390 samples/s, 14,800
 faults a step), and a fixed mmap threshold alone keeps trimming (600). ``system`` leaves glibc's own
 behaviour. A user's own allocator settings always win: ``MALLOC_*_`` variables, glibc malloc tunables in

@@ -1,7 +1,7 @@
 """The heap policy on real CPU cells run through the CLI: applied in the cell's own process and recorded.
 
-resnet tiny is the workload whose steps churn glibc's heap when its thresholds move (1,500-2,200 page
-faults a step on the dev VM under glibc's own policy, in most processes); under the default policy a cell
+resnet tiny is the workload whose steps churn glibc's heap when its thresholds move (1,200-2,200 page
+faults a step on the dev VM under glibc's own policy); under the default policy a cell
 of it must measure with a small fraction of that.
 """
 
@@ -43,7 +43,7 @@ def test_the_default_holds_the_heap_in_the_cell_and_records_it(tmp_path: Path) -
     assert heap["policy"] == "steady" and heap["applied"] is True, heap
     assert heap["mmap_threshold"] == MMAP_THRESHOLD and heap["trim_threshold"] == TRIM_THRESHOLD
     assert heap["allocator"].startswith("glibc ")
-    # Held: 6-20 a step (first touches spread over the window). Churning: 1,500-2,200 a step.
+    # Held: 6-20 a step (first touches spread over the window). Churning: 1,200-2,200 a step.
     faults = record["runtime"]["page_faults_measured"]["minor"] / record["metrics"]["measured_steps"]
     assert faults < 200, f"{faults:.0f} page faults a measured step: the heap is still trimmed and regrown"
 
