@@ -20,12 +20,11 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from clicell import tiny_cell  # benchmarks/ is on sys.path: these run as scripts
 from outpath import json_out_problem
 
 POLICIES = ("system", "steady")
@@ -38,19 +37,9 @@ def run_cell(workload: str, policy: str) -> dict[str, Any]:
     drop = ("HPUBENCH_MALLOC", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["HPUBENCH_MALLOC"] = policy
-    with tempfile.TemporaryDirectory(prefix="hpubench-heap-") as tmp:
-        args = [
-            sys.executable, "-m", "hpubench", "run", "-w", workload, "--size", "tiny", "-a", "cpu",
-            "--precision", "32-true", "--mode", "eager", "--steps", str(STEPS[workload]),
-            "--warmup-steps", str(WARMUP), "--no-telemetry", "-o", tmp,
-        ]  # fmt: skip
-        proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
-        lines = (Path(tmp) / "cells.jsonl").read_text().splitlines() if proc.returncode == 0 else []
-    if not lines:
-        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
-    rec = json.loads(lines[-1])
-    if rec["status"] != "ok":
-        return {"error": rec.get("reason")}
+    rec = tiny_cell(workload, STEPS[workload], WARMUP, env, "heap")
+    if "error" in rec:
+        return rec
     rt = rec["runtime"]
     faults = rt.get("page_faults_measured", {}).get("minor")
     return {

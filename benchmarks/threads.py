@@ -24,11 +24,11 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from outpath import json_out_problem  # benchmarks/ is on sys.path: these run as scripts
+from clicell import tiny_cell  # benchmarks/ is on sys.path: these run as scripts
+from outpath import json_out_problem
 
 POLICIES = ("all", "all-passive", "cores-1", "pinned")
 STEPS = {"mlp": 200, "gpt": 20, "resnet": 10}
@@ -42,23 +42,13 @@ def run_cell(workload: str, policy: str, busy: bool) -> dict[str, Any]:
     env["HPUBENCH_CPU_THREADS"] = policy
     hog = subprocess.Popen([sys.executable, "-c", HOG]) if busy else None
     try:
-        with tempfile.TemporaryDirectory(prefix="hpubench-threads-") as tmp:
-            args = [
-                sys.executable, "-m", "hpubench", "run", "-w", workload, "--size", "tiny", "-a", "cpu",
-                "--precision", "32-true", "--mode", "eager", "--steps", str(STEPS[workload]),
-                "--warmup-steps", str(WARMUP), "--no-telemetry", "-o", tmp,
-            ]  # fmt: skip
-            proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=900)
-            lines = (Path(tmp) / "cells.jsonl").read_text().splitlines() if proc.returncode == 0 else []
+        rec = tiny_cell(workload, STEPS[workload], WARMUP, env, "threads")
     finally:
         if hog is not None:
             hog.kill()
             hog.wait()
-    if not lines:
-        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
-    rec = json.loads(lines[-1])
-    if rec["status"] != "ok":
-        return {"error": rec.get("reason")}
+    if "error" in rec:
+        return rec
     rt = rec["runtime"]
     return {
         "samples_per_s": rec["metrics"]["samples_per_s"],
