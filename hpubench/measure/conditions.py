@@ -95,17 +95,23 @@ def interference(start: HostSample, end: HostSample, cpus: Sequence[int], tick_s
     return Interference(fraction, window, chosen, busy, own, tick_s, resolution)
 
 
-def thread_policy(environ: Mapping[str, str]) -> str:
-    """The policy asked for by ``HPUBENCH_CPU_THREADS`` (default ``cores-1``); ValueError names the fix."""
-    value = environ.get(THREADS_ENV, "").strip()
+def policy_from_env(
+    environ: Mapping[str, str], var: str, policies: Sequence[str], default: str, kind: str
+) -> str:
+    """The ``kind`` policy named by ``var`` (``default`` when unset or blank); ValueError names the fix."""
+    value = environ.get(var, "").strip()
     if not value:
-        return DEFAULT_THREAD_POLICY
-    if value not in THREAD_POLICIES:
+        return default
+    if value not in policies:
         raise ValueError(
-            f"{THREADS_ENV}={value!r} is not a thread policy; use one of {', '.join(THREAD_POLICIES)} "
-            "(or unset it)"
+            f"{var}={value!r} is not a {kind} policy; use one of {', '.join(policies)} (or unset it)"
         )
     return value
+
+
+def thread_policy(environ: Mapping[str, str]) -> str:
+    """The policy asked for by ``HPUBENCH_CPU_THREADS`` (default ``cores-1``); ValueError names the fix."""
+    return policy_from_env(environ, THREADS_ENV, THREAD_POLICIES, DEFAULT_THREAD_POLICY, "thread")
 
 
 @dataclass(frozen=True)

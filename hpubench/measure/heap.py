@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hpubench.errors import UsageError
+from hpubench.measure.conditions import policy_from_env
 
 HEAP_ENV = "HPUBENCH_MALLOC"
 HEAP_POLICIES = ("steady", "system")
@@ -58,14 +59,7 @@ class HeapPlan:
 
 def heap_policy(environ: Mapping[str, str]) -> str:
     """The policy ``HPUBENCH_MALLOC`` asks for (default ``steady``); ValueError names the fix."""
-    value = environ.get(HEAP_ENV, "").strip()
-    if not value:
-        return DEFAULT_HEAP_POLICY
-    if value not in HEAP_POLICIES:
-        raise ValueError(
-            f"{HEAP_ENV}={value!r} is not a heap policy; use one of {', '.join(HEAP_POLICIES)} (or unset it)"
-        )
-    return value
+    return policy_from_env(environ, HEAP_ENV, HEAP_POLICIES, DEFAULT_HEAP_POLICY, "heap")
 
 
 def check_heap_env(environ: Mapping[str, str]) -> None:
