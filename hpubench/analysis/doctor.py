@@ -23,7 +23,7 @@ from hpubench.measure.heap import (
     TRIM_THRESHOLD,
     USER_MALLOC_ENV,
     heap_policy,
-    plan_heap,
+    user_allocator,
 )
 from hpubench.measure.telemetry.summary import SAMPLER_NOTE_PCT
 from hpubench.plan.runoptions import DEFAULT_TELEMETRY_INTERVAL_S
@@ -183,9 +183,9 @@ def heap_finding(allocator: str | None, environ: Mapping[str, str]) -> Finding:
         policy = heap_policy(environ)
     except ValueError as exc:
         return Finding(HOST, check, FAIL, str(exc), f"unset {HEAP_ENV} (steady, the default)")
-    plan = plan_heap(policy, environ)
-    if plan.policy != policy:  # the user's own allocator setting wins
-        return Finding(HOST, check, OK, f"{plan.policy[len('user: ') :]}: the user's allocator setting, kept")
+    user = user_allocator(environ)
+    if user is not None:  # the user's own allocator setting wins (plan_heap sets nothing)
+        return Finding(HOST, check, OK, f"{user}: the user's allocator setting, kept")
     if policy == "system":
         return Finding(
             HOST,
