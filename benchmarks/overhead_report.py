@@ -107,7 +107,7 @@ def print_report(res: dict[str, Any]) -> None:
         )
         print(
             f"   each) the timing adds ~{per_step * 1e6:.2f} us a step. The per-step loss read "
-            f"(loss.detach().item(), {bk['loss_item_s'] * 1e6:.1f} us) falls"
+            f"(loss.item(), {bk['loss_item_s'] * 1e6:.1f} us) falls"
         )
         print(
             "   between timed steps, so hpubench's samples/s (batch x steps / sum of step times) leaves it "

@@ -71,7 +71,7 @@ def measure_steps(
         loss = step(batches[i % len(batches)])
         synchronize()
         warmup.append(time.perf_counter() - t0)
-        value = loss.detach().item()
+        value = loss.item()
         del loss  # see the measured loop: no tensor of this step may live into the next one
         if i == 0:
             loss_first = value
@@ -96,12 +96,14 @@ def measure_steps(
         loss = step(batches[(len(warmup) + i) % len(batches)])
         synchronize()
         measured.append(time.perf_counter() - t0)
-        # A host float (one device-to-host copy after the sync), and the loss tensor dropped before the
-        # next step: the step may reuse its output buffer (graph replay), and a small tensor of step N
+        # A host float (one device-to-host copy after the sync; .item() needs no detach, and a detach here
+        # or in the step is one more dispatched op per step), and the loss tensor dropped before the
+        # next step, with what autograd kept of its graph: the step may reuse its output buffer (graph
+        # replay), and a small tensor of step N
         # still alive during step N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per
         # step (as this loop once did) cost mlp tiny ~31 more minor page faults and 8-10% per step;
         # keeping just the last loss, ~10 faults and 1% (issue 11's note; benchmarks/overhead.py).
-        losses.append(loss.detach().item())
+        losses.append(loss.item())
         del loss
         if on_step is not None:
             on_step("measured", i)
