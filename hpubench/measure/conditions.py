@@ -8,9 +8,11 @@ thread policy, here), and how much CPU time *other* processes took on the cell's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from hpubench.errors import UsageError
 
 # /proc/stat cpuN columns: user nice system idle iowait irq softirq steal guest guest_nice. Busy is every
 # column but idle and iowait; guest time is already inside user (the kernel adds it there too).
@@ -107,6 +109,15 @@ def policy_from_env(
             f"{var}={value!r} is not a {kind} policy; use one of {', '.join(policies)} (or unset it)"
         )
     return value
+
+
+def refuse_bad_policy(read: Callable[[Mapping[str, str]], str], environ: Mapping[str, str]) -> None:
+    """Read a policy with ``read`` (``thread_policy``, ``heap_policy``) before any worker starts, turning its
+    ValueError into a UsageError: one line and exit 2 from the CLI."""
+    try:
+        read(environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def thread_policy(environ: Mapping[str, str]) -> str:

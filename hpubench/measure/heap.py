@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hpubench.errors import UsageError
-from hpubench.measure.conditions import policy_from_env
+from hpubench.measure.conditions import policy_from_env, refuse_bad_policy
 
 HEAP_ENV = "HPUBENCH_MALLOC"
 HEAP_POLICIES = ("steady", "system")
@@ -64,10 +63,7 @@ def heap_policy(environ: Mapping[str, str]) -> str:
 
 def check_heap_env(environ: Mapping[str, str]) -> None:
     """Refuse a bad ``HPUBENCH_MALLOC`` before any worker starts (one line, exit 2 from the CLI)."""
-    try:
-        heap_policy(environ)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    refuse_bad_policy(heap_policy, environ)
 
 
 def user_allocator(environ: Mapping[str, str]) -> str | None:

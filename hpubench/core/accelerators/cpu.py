@@ -12,8 +12,7 @@ import psutil
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.accelerators.registry import register
 from hpubench.core.memory import MemoryStats
-from hpubench.errors import UsageError
-from hpubench.measure.conditions import plan_threads, thread_policy
+from hpubench.measure.conditions import plan_threads, refuse_bad_policy, thread_policy
 from hpubench.measure.telemetry.base import TelemetrySource
 from hpubench.measure.telemetry.rapl import RAPLSource
 from hpubench.plan.cell import Cell
@@ -46,10 +45,7 @@ def cpu_model_name() -> str:
 
 def validate_threads_env(environ: Mapping[str, str] | None = None) -> None:
     """Refuse a bad ``HPUBENCH_CPU_THREADS`` before any worker starts (one line, exit 2 from the CLI)."""
-    try:
-        thread_policy(os.environ if environ is None else environ)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    refuse_bad_policy(thread_policy, os.environ if environ is None else environ)
 
 
 @register
