@@ -97,12 +97,12 @@ def measure_steps(
         synchronize()
         measured.append(time.perf_counter() - t0)
         # A host float (one device-to-host copy after the sync; .item() needs no detach, and a detach here
-        # or in the step is one more dispatched op per step), and the loss tensor dropped before the
-        # next step, with what autograd kept of its graph: the step may reuse its output buffer (graph
-        # replay), and a small tensor of step N
-        # still alive during step N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per
-        # step (as this loop once did) cost mlp tiny ~31 more minor page faults and 8-10% per step;
-        # keeping just the last loss, ~10 faults and 1% (issue 11's note; benchmarks/overhead.py).
+        # or in the step is one more dispatched op per step), and the loss tensor dropped before the next
+        # step, with what autograd kept of its graph: the step may reuse its output buffer (graph replay),
+        # and a small tensor of step N still alive during step N+1 fragments the CPU heap its temporaries
+        # reuse. Keeping one clone per step (as this loop once did) cost mlp tiny ~31 more minor page faults
+        # and 8-10% per step; keeping just the last loss, ~10 faults and 1% (issue 11's note;
+        # benchmarks/overhead.py).
         losses.append(loss.item())
         del loss
         if on_step is not None:
