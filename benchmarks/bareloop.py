@@ -6,8 +6,9 @@ can measure below. Same model and seed as hpubench, the same synthetic batches c
 same optimizer and learning rate, and the threads (and affinity) hpubench's CPU thread policy gives a
 one-process cell (``HPUBENCH_CPU_THREADS``, default cores-1; a user's ``OMP_NUM_THREADS`` wins on both
 sides), and the same heap policy (``HPUBENCH_MALLOC``, default steady). Timed the simplest honest way: one
-``perf_counter`` around the measured loop after the warm-up. CPU only: CPU ops are synchronous, so there is
-nothing to wait for before stopping the clock.
+``perf_counter`` around the measured loop after the warm-up, with the device synchronised (the accelerator's
+own hook) before the clock starts and before it stops: a no-op on the CPU, whose ops are synchronous; on an
+asynchronous device (CUDA) the only two syncs the loop makes, so its steps overlap host and device freely.
 
 ``python benchmarks/bareloop.py WORKLOAD SIZE BATCH WARMUP STEPS [BLOCKS]`` prints the result as one JSON
 line.
@@ -28,28 +29,30 @@ from typing import Any
 
 
 def build_training(
-    workload_name: str, size: str, batch_size: int, device_name: str = "cpu"
-) -> tuple[Callable[[tuple[Any, ...]], Any], list[tuple[Any, ...]]]:
-    """The step and the batches a cell of this workload trains on: same model, seed, data and optimizer.
+    workload_name: str, size: str, batch_size: int, accelerator: str = "cpu"
+) -> tuple[Callable[[tuple[Any, ...]], Any], list[tuple[Any, ...]], Callable[[], None]]:
+    """The step and batches a cell of this workload trains on (same model, seed, data and optimizer), and
+    the device's synchronize.
 
-    Applies hpubench's CPU thread policy for a one-process cell first (threads must be set before the
-    first op), and its heap policy (``HPUBENCH_MALLOC``) before anything is allocated. ``device_name``
-    is a torch device ("cpu", "cuda"); the step returns the loss tensor.
+    ``accelerator`` is a registered accelerator's name (cpu, cuda, hpu, or a plugin's); device 0. Its own
+    hooks set the host threads a one-process cell gets (on the CPU: ``HPUBENCH_CPU_THREADS``; threads must
+    be set before the first op) and make the device current, after the heap policy (``HPUBENCH_MALLOC``)
+    is applied, before anything is allocated, as in a cell's worker. The step returns the loss tensor.
     """
     import torch
 
     import workloads
-    from hpubench.measure.conditions import plan_threads, thread_policy
-    from hpubench.measure.conditions_probe import affinity, apply_plan
+    from hpubench.core import accelerators
     from hpubench.measure.heap import heap_policy, plan_heap
     from hpubench.measure.heap_probe import apply_heap_plan
     from hpubench.run.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync
 
-    apply_plan(plan_threads(thread_policy(os.environ), affinity(), 1, 0, os.environ))
     apply_heap_plan(plan_heap(heap_policy(os.environ), os.environ))  # the heap a cell's process has
-
+    acc = accelerators.get(accelerator)(0)
+    acc.apply_threads(1, 0)  # in the worker's order: heap, then threads, then the device
+    acc.setup()
+    device = acc.torch_device()
     wl = workloads.get(workload_name)
-    device = torch.device(device_name)
     torch.manual_seed(SEED)
     model = wl.build_model(size).to(device)
     model.train()
@@ -69,29 +72,38 @@ def build_training(
         opt.step()
         return loss
 
-    return step, batches
+    return step, batches, acc.synchronize
 
 
 def bare_loop(
-    workload_name: str, size: str, batch_size: int, warmup: int, steps: int, blocks: int = 1
+    workload_name: str,
+    size: str,
+    batch_size: int,
+    warmup: int,
+    steps: int,
+    blocks: int = 1,
+    accelerator: str = "cpu",
 ) -> dict[str, Any]:
     """Train ``steps`` steps after ``warmup`` untimed ones; samples/s = batch x steps / elapsed.
 
     ``blocks`` > 1 times that many blocks of ``steps`` steps one after another in this one process
     (``blocks_samples_per_s``): their spread is the machine's drift alone, without a new process's draw.
+    ``accelerator`` is a registered accelerator's name (cpu, cuda, hpu, or a plugin's); device 0.
     """
     import torch
 
-    step, batches = build_training(workload_name, size, batch_size)
+    step, batches, sync = build_training(workload_name, size, batch_size, accelerator)
     n = len(batches)
     for i in range(warmup):
         step(batches[i % n])
     per_block = []
     faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for b in range(blocks):
+        sync()
         t0 = time.perf_counter()
         for i in range(steps):
             loss = step(batches[(warmup + b * steps + i) % n])
+        sync()
         per_block.append(time.perf_counter() - t0)
     result = {
         "elapsed_s": per_block[0],

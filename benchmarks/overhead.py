@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import resource
@@ -58,8 +59,15 @@ from outpath import json_out_problem
 from overhead_report import print_report
 
 from hpubench.analysis.medianci import median_interval
+from hpubench.core import accelerators
+from hpubench.measure.autosteps import AutoSteps
 
-WARMUP_STEPS = 5
+MIN_WARMUP_STEPS = 5
+# Warm-up of both sides, in seconds: ``--steps auto``'s own minimum (``AutoSteps().min_time_s``), so the
+# comparison is made in the regime users measure in. With 5 warm-up steps (the old fixed count) a tiny
+# CPU cell is still speeding up, and by how much depends on the process it was forked from (up to 3%).
+WARMUP_S = AutoSteps().min_time_s
+CALIBRATION_STEPS = 50  # steps timed once per workload to turn WARMUP_S into a step count
 # (workload, measured steps) for the throughput comparison, full and --quick.
 THROUGHPUT_PLAN = {
     "full": [("mlp", 200), ("gpt", 60), ("resnet", 40)],
@@ -222,17 +230,44 @@ def _fixed_cost_row(result: Any, clock: _EventClock) -> dict[str, Any]:
 # ---- part 1: throughput ----------------------------------------------------------------------------------
 
 
-def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, tmp: Path) -> list[dict]:
+def warmup_plan(step_s: float, warmup_s: float) -> int:
+    """Warm-up steps lasting about ``warmup_s`` at ``step_s`` a step, at least MIN_WARMUP_STEPS."""
+    return max(MIN_WARMUP_STEPS, math.ceil(warmup_s / max(step_s, 1e-9)))
+
+
+def measure_throughput(
+    launcher: Any,
+    plan: list[tuple[str, int]],
+    rounds: int,
+    tmp: Path,
+    device: str,
+    warmup_s: float,
+    measure_s: float | None,
+) -> list[dict]:
     import workloads
     from hpubench.plan.cell import Cell
 
     out = []
-    for name, steps in plan:
+    for name, plan_steps in plan:
         bs = workloads.get(name).sizes["tiny"].batch_size
-        cell = Cell(name, "tiny", "cpu", warmup_steps=WARMUP_STEPS, steps=steps)
+        # One bare run prices a step on this device, so both sides warm up for warmup_s (and measure for
+        # measure_s, when given) with the same step counts.
+        calib = _in_fork(
+            lambda n=name, b=bs: bare_loop(
+                n, "tiny", b, MIN_WARMUP_STEPS, CALIBRATION_STEPS, accelerator=device
+            )
+        )
+        if "error" in calib:
+            raise SystemExit(
+                f"{name}: the bare loop failed on {device}: {calib['error'].strip().splitlines()[-1]}"
+            )
+        step_s = calib["elapsed_s"] / CALIBRATION_STEPS
+        warmup = warmup_plan(step_s, warmup_s)
+        steps = plan_steps if measure_s is None else max(plan_steps, math.ceil(measure_s / step_s))
+        cell = Cell(name, "tiny", device, warmup_steps=warmup, steps=steps)
         hp: list[dict[str, Any]] = []
         bare: list[dict[str, Any]] = []
-        print(f"  {name}: {rounds} rounds of {steps} steps ", end="", flush=True)
+        print(f"  {name}: {rounds} rounds of {warmup} warm-up + {steps} steps ", end="", flush=True)
         for rnd in range(rounds):
             order = ("hpubench", "bare") if rnd % 2 == 0 else ("bare", "hpubench")
             for side in order:
@@ -253,7 +288,11 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                     )
                 else:
                     bare.append(
-                        _in_fork(lambda n=name, b=bs, s=steps: bare_loop(n, "tiny", b, WARMUP_STEPS, s))
+                        _in_fork(
+                            lambda n=name, b=bs, w=warmup, s=steps: bare_loop(
+                                n, "tiny", b, w, s, accelerator=device
+                            )
+                        )
                     )
             print(".", end="", flush=True)
         print()
@@ -278,7 +317,9 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
                 "size": "tiny",
                 "batch_size": bs,
                 "steps": steps,
-                "warmup_steps": WARMUP_STEPS,
+                "device": device,
+                "warmup_steps": warmup,
+                "calibrated_step_s": step_s,
                 "rounds": rounds,
                 "hpubench_samples_per_s": _spread(hp_sps),
                 "bare_samples_per_s": _spread(bare_sps),
@@ -299,20 +340,22 @@ def measure_throughput(launcher: Any, plan: list[tuple[str, int]], rounds: int, 
 # ---- part 2: fixed cost ----------------------------------------------------------------------------------
 
 
-def measure_fixed_cost(launcher: Any, n_mlp: int, tmp: Path) -> dict[str, Any]:
+def measure_fixed_cost(launcher: Any, n_mlp: int, tmp: Path, device: str) -> dict[str, Any]:
     from hpubench.plan.cell import Cell
 
     rows = []
     print(f"  {n_mlp} tiny mlp cells ", end="", flush=True)
     for i in range(n_mlp):
-        r, clock = _run_cell(launcher, Cell("mlp", "tiny", "cpu", warmup_steps=1, steps=2), tmp / f"fx-{i}")
+        r, clock = _run_cell(launcher, Cell("mlp", "tiny", device, warmup_steps=1, steps=2), tmp / f"fx-{i}")
         rows.append(_fixed_cost_row(r, clock))
         print(".", end="", flush=True)
     print()
     others = {}
     for name in FIXED_OTHER:
         print(f"  one tiny {name} cell", flush=True)
-        r, clock = _run_cell(launcher, Cell(name, "tiny", "cpu", warmup_steps=1, steps=2), tmp / f"fx-{name}")
+        r, clock = _run_cell(
+            launcher, Cell(name, "tiny", device, warmup_steps=1, steps=2), tmp / f"fx-{name}"
+        )
         others[name] = _fixed_cost_row(r, clock)
 
     def col(key: str) -> dict[str, float | None]:
@@ -353,14 +396,14 @@ def measure_naive(repeats: int) -> dict[str, Any]:
     return out
 
 
-def measure_spawn(n: int, tmp: Path) -> dict[str, Any]:
+def measure_spawn(n: int, tmp: Path, device: str) -> dict[str, Any]:
     from hpubench.plan.cell import Cell
     from hpubench.run.launch import Launcher
 
     rows = []
     with Launcher(isolation="spawn") as launcher:
         for i in range(n):
-            cell = Cell("mlp", "tiny", "cpu", warmup_steps=1, steps=2)
+            cell = Cell("mlp", "tiny", device, warmup_steps=1, steps=2)
             r, clock = _run_cell(launcher, cell, tmp / f"sp-{i}")
             rows.append(_fixed_cost_row(r, clock))
     print(f"  {n} tiny mlp cell(s) with isolation='spawn'", flush=True)
@@ -393,7 +436,42 @@ def main(argv: list[str] | None = None) -> int:
         help="set OMP_NUM_THREADS=N for both sides (default: both follow hpubench's CPU thread policy, "
         "HPUBENCH_CPU_THREADS)",
     )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        metavar="NAME",
+        help="accelerator both sides run on (cpu, cuda, hpu, or a plugin's; default cpu); device 0",
+    )
+    parser.add_argument(
+        "--warmup-s",
+        type=float,
+        default=WARMUP_S,
+        metavar="S",
+        help=f"warm-up of both sides in seconds, turned into steps per workload (default {WARMUP_S:g}: "
+        "--steps auto's minimum)",
+    )
+    parser.add_argument(
+        "--measure-s",
+        type=float,
+        metavar="S",
+        help="measure at least this many seconds a side (default: the plan's fixed step counts)",
+    )
+    parser.add_argument(
+        "--workloads",
+        metavar="A,B",
+        help="throughput comparison for these tiny workloads only (default: the plan's)",
+    )
+    parser.add_argument(
+        "--throughput-only", action="store_true", help="skip the fixed-cost, naive and spawn parts"
+    )
     args = parser.parse_args(argv)
+    if args.device not in accelerators.names():
+        known = ", ".join(accelerators.names())
+        parser.error(f"--device {args.device!r} is not a registered accelerator; one of {known}")
+    if not (math.isfinite(args.warmup_s) and args.warmup_s >= 0):
+        parser.error(f"--warmup-s must be seconds >= 0, got {args.warmup_s:g}")
+    if args.measure_s is not None and not (math.isfinite(args.measure_s) and args.measure_s > 0):
+        parser.error(f"--measure-s must be seconds > 0, got {args.measure_s:g}")
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
     problem = json_out_problem(args.json)
@@ -413,24 +491,41 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import torch._dynamo  # optimizers import it; pay it once here, not in every bare child
 
-    import workloads  # noqa: F401
+    import workloads
     from hpubench.core.accelerators.cpu import cpu_model_name
     from hpubench.run.launch import Launcher
 
-    print(f"hpubench overhead benchmark, {mode} run: measuring ...", flush=True)
+    plan = THROUGHPUT_PLAN[mode]
+    if args.workloads:
+        default_steps = dict(THROUGHPUT_PLAN["full"])
+        names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+        unknown = [w for w in names if w not in workloads.names()]
+        if unknown or not names:
+            known = ", ".join(workloads.names())
+            parser.error(f"--workloads: unknown {', '.join(unknown) or '(none given)'}; one of {known}")
+        plan = [(w, default_steps.get(w, 40)) for w in names]
+
+    print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="hpubench-overhead-"))
     try:
         with Launcher(isolation="fork") as launcher:
             inventory, _ = launcher.detect()  # starts the zygote, as `hpubench run` does
-            del inventory
+            if inventory.count(args.device) < 1:
+                parser.error(f"--device {args.device}: no such device on this machine; try --device cpu")
             print("  bookkeeping micro-costs", flush=True)
             bookkeeping = _in_fork(_bookkeeping_costs)
             rounds = args.rounds or ROUNDS[mode]
-            throughput = measure_throughput(launcher, THROUGHPUT_PLAN[mode], rounds, tmp)
-            fixed = measure_fixed_cost(launcher, FIXED_CELLS[mode], tmp)
+            throughput = measure_throughput(
+                launcher, plan, rounds, tmp, args.device, args.warmup_s, args.measure_s
+            )
+            fixed = (
+                None
+                if args.throughput_only
+                else measure_fixed_cost(launcher, FIXED_CELLS[mode], tmp, args.device)
+            )
             zygote_start_s = list(launcher.zygote_start_s)
-        naive = measure_naive(NAIVE_REPEATS[mode])
-        spawn = measure_spawn(SPAWN_CELLS[mode], tmp)
+        naive = None if args.throughput_only else measure_naive(NAIVE_REPEATS[mode])
+        spawn = None if args.throughput_only else measure_spawn(SPAWN_CELLS[mode], tmp, args.device)
     finally:
         import shutil
 
@@ -444,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
         others = max(0.0, (busy_end - busy_start) - (_own_cpu_s() - own_start))
     res = {
         "mode": mode,
+        "device": args.device,
+        "warmup_s": args.warmup_s,
         "total_s": total_s,
         "environment": {
             "cpu": cpu_model_name(),

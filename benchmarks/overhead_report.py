@@ -23,6 +23,11 @@ def ratio_verdict(ci: dict[str, Any] | None, low: float = 0.99, high: float = 1.
     tell at this noise (the interval straddles a bound: more rounds narrow it)."""
     if not ci:
         return "no ratio: a side did not run"
+    if ci["coverage"] < 0.95:  # under 6 rounds min-max is the widest interval there is, and it is not 95%
+        return (
+            f"too few rounds to decide ({ci['n']}; min-max covers the median at {ci['coverage']:.0%}): "
+            "give --rounds 6 or more"
+        )
     at = (
         f"median {ci['median']:.3f}, interval {ci['low']:.3f}-{ci['high']:.3f} at "
         f"{ci['coverage']:.0%} over {ci['n']} rounds"
@@ -38,7 +43,7 @@ def print_report(res: dict[str, Any]) -> None:
     env = res["environment"]
     print()
     print("=" * 100)
-    print(f"hpubench overhead benchmark ({res['mode']} run, {res['total_s']:.0f} s)")
+    print(f"hpubench overhead benchmark ({res['mode']} run on {res['device']}, {res['total_s']:.0f} s)")
     print(
         f"host: {env['cpu']}, {env['cpu_count']} CPUs; torch {env['torch']}; Python {env['python']}; "
         f"OMP_NUM_THREADS={env['OMP_NUM_THREADS'] or 'unset'}"
@@ -64,11 +69,12 @@ def print_report(res: dict[str, Any]) -> None:
                 print(" Compare the best-round ratio, or re-run on an idle machine.")
 
     print()
-    print("1. Throughput: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
-    warmups = sorted({t["warmup_steps"] for t in res["throughput"]})
+    dev = res["device"]
+    print(f"1. Throughput on {dev}: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
+    warmups = ", ".join(f"{t['workload']} {t['warmup_steps']}" for t in res["throughput"])
     print(
         f"   medians over rounds, (min-max); ratio = hpubench/bare paired per round, 1.00 = no overhead; "
-        f"warm-up {', '.join(map(str, warmups))} steps"
+        f"both sides warm up ~{res['warmup_s']:g} s: {warmups} steps"
     )
     head = (
         f"   {'workload':<8} {'bs':>3} {'steps':>5} {'threads':>8}  {'hpubench samples/s':<26} "
@@ -95,7 +101,16 @@ def print_report(res: dict[str, Any]) -> None:
     print("   best = fastest hpubench round / fastest bare round (least disturbed by other load)")
     print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
     bk = res["bookkeeping"]
-    if "error" not in bk:
+    if dev != "cpu":
+        print(
+            f"   On {dev} hpubench synchronises the device before and after every step; the bare loop only "
+            "around its whole"
+        )
+        print(
+            "   measured loop, so its steps overlap host and device: the ratio includes what the per-step "
+            "timing costs there."
+        )
+    elif "error" not in bk:
         per_step = 2 * bk["synchronize_call_s"] + 2 * bk["perf_counter_call_s"]
         print(
             "   hpubench times every step alone, acc.synchronize() before and after. On CPU that sync is an "
@@ -116,6 +131,10 @@ def print_report(res: dict[str, Any]) -> None:
         print("   single clock includes its own loop overhead.")
 
     fx = res["fixed_cost"]
+    if fx is None:
+        print()
+        print("2.-3. Fixed cost and spawn isolation: skipped (--throughput-only)")
+        return
     print()
     print("2. Per-cell fixed cost (fork isolation, pre-warmed zygote)")
     zs = res["zygote_start_s"]

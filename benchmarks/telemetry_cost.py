@@ -95,8 +95,7 @@ def measure_workload(
 ) -> dict[str, Any]:
     """The workload's tiny training step under each arm; rates in samples/s."""
     batch_size = workloads.get(name).sizes["tiny"].batch_size
-    step, batches = build_training(name, "tiny", batch_size, str(acc.torch_device()))
-    sync = acc.synchronize
+    step, batches, sync = build_training(name, "tiny", batch_size, acc.name)
     t_end = time.perf_counter() + WARMUP_S
     while time.perf_counter() < t_end:
         run_block(step, batches, sync, 10)
