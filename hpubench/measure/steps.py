@@ -1,6 +1,8 @@
-"""Timing of training steps: warm-up kept apart, every measured step bracketed by device syncs.
+"""Timing of training steps: warm-up kept apart, every measured step timed on its own.
 
-Per-step synchronisation costs a little throughput on asynchronous devices but makes each step time a
+Warm-up steps are bracketed by device syncs. Measured steps are timed by the device's clock
+(``hpubench.measure.clocks``): host time around a sync per step by default, device events where the device
+has them (a sync per step costs an asynchronous device real throughput). Either way each step time is a
 real duration rather than a launch time; the per-step samples are what the statistics and the gate use.
 """
 
@@ -13,12 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from hpubench.measure.clocks import HostClock, StepClock
 from hpubench.measure.stopping import StopCondition, fixed_steps
-
-TIMING_METHOD = (
-    "time.perf_counter around each step, device synchronised before and after; "
-    "warm-up steps (first step includes compile/graph capture) timed separately and excluded"
-)
 
 
 @dataclass(frozen=True)
@@ -46,6 +44,7 @@ def measure_steps(
     on_measured_end: Callable[[], None] | None = None,
     on_step_time: Callable[[str, int, float, float], None] | None = None,
     more_warmup: Callable[[Sequence[float]], int] | None = None,
+    clock: StepClock | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
 
@@ -59,6 +58,11 @@ def measure_steps(
     after the planned warm-up steps and again after each batch it adds, returns how many more to run
     (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.measure.autosteps.warmup_extension`); every
     rank of a distributed cell must get the same.
+
+    ``clock`` times the measured steps (default: ``HostClock(synchronize)``). A clock that reads a step's
+    time late (``EventClock``) hands the hooks and the stop condition each step once it is known, in
+    order; a stop condition's answer then leaves the steps already begun to finish, and they count. A
+    fixed count is exact either way.
     """
     warmup: list[float] = []
     measured: list[float] = []
@@ -85,31 +89,43 @@ def measure_steps(
     if on_warmup_done is not None:
         on_warmup_done()
     stop = fixed_steps(steps) if isinstance(steps, int) else steps
+    count = steps if isinstance(steps, int) else None  # a fixed count is counted as steps begin
+    clock = clock if clock is not None else HostClock(synchronize)
     synchronize()
     if on_measured_start is not None:
         on_measured_start()
     start = time.perf_counter()
-    i = 0
     reason = None
-    while reason is None:
-        t0 = time.perf_counter()
+
+    def take(done: list[tuple[float, float]]) -> None:
+        nonlocal reason
+        for seconds, value in done:
+            k = len(measured)
+            measured.append(seconds)
+            losses.append(value)
+            if on_step is not None:
+                on_step("measured", k)
+            if on_step_time is not None:
+                on_step_time("measured", k, seconds, value)
+            if count is None and reason is None:
+                reason = stop(measured, time.perf_counter() - start)
+
+    i = 0
+    while reason is None and (count is None or i < count):
+        clock.begin()
         loss = step(batches[(len(warmup) + i) % len(batches)])
-        synchronize()
-        measured.append(time.perf_counter() - t0)
-        # A host float (one device-to-host copy after the sync; .item() needs no detach, and a detach here
-        # or in the step is one more dispatched op per step), and the loss tensor dropped before the next
-        # step, with what autograd kept of its graph: the step may reuse its output buffer (graph replay),
-        # and a small tensor of step N still alive during step N+1 fragments the CPU heap its temporaries
-        # reuse. Keeping one clone per step (as this loop once did) cost mlp tiny ~31 more minor page faults
-        # and 8-10% per step; keeping just the last loss, ~10 faults and 1% (issue 11's note;
-        # benchmarks/overhead.py).
-        losses.append(loss.item())
+        clock.end(loss)
+        # The loss tensor is dropped before the next step, with what autograd kept of its graph: the step
+        # may reuse its output buffer (graph replay), and a small tensor of step N still alive during step
+        # N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per step (as this loop once
+        # did) cost mlp tiny ~31 more minor page faults and 8-10% per step; keeping just the last loss, ~10
+        # faults and 1% (issue 11's note; benchmarks/overhead.py). The clock keeps a host float (HostClock:
+        # .item() after the sync, which needs no detach: a detach is one more dispatched op per step).
         del loss
-        if on_step is not None:
-            on_step("measured", i)
-        if on_step_time is not None:
-            on_step_time("measured", i, measured[-1], losses[-1])
         i += 1
+        take(clock.ready())
+    take(clock.finish())  # a clock that reads late still holds the last steps begun: they ran, they count
+    if count is not None:
         reason = stop(measured, time.perf_counter() - start)
     if on_measured_end is not None:
         on_measured_end()

@@ -107,7 +107,8 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
         "samples/s: mean over measured steps [95% bootstrap CI, within this run: processes differ more]; "
         "repeated cells (run --repeat): "
         "median of the runs [lowest, highest run], the other columns medians of the runs, peak the highest; "
-        "warm-up excluded; device synchronised around each step; several devices: global (all ranks, "
+        "warm-up excluded; each step timed alone (a host clock around a device sync, or the device's own "
+        "events where it has them: the record's runtime.timing); several devices: global (all ranks, "
         "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
         "be trusted (ok, noisy, unstable, interfered, recompiled, partial; '-' = recorded before verdicts)"
     )

@@ -30,13 +30,14 @@ from hpubench.core.extrawork import apply_options
 from hpubench.core.trainstep import build_step, make_optimizer, step_factory
 from hpubench.errors import CellSkipped
 from hpubench.measure.autosteps import warmup_extension
+from hpubench.measure.clocks import WARMUP_NOTE
 from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
 from hpubench.measure.heap import heap_policy, plan_heap
 from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.measure.loader import host_batches
 from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
-from hpubench.measure.steps import TIMING_METHOD, measure_steps
+from hpubench.measure.steps import measure_steps
 from hpubench.measure.stopping import AutoStop
 from hpubench.plan import precisions
 from hpubench.plan.cell import Cell, flops_key
@@ -256,6 +257,7 @@ def _run(
             # Every rank runs rank 0's count: a rank still warming up would meet the others' all-reduce.
             return strategy.gather(extra)[0] if strategy.world_size > 1 else extra
 
+    clock = acc.step_clock()
     try:
         times = measure_steps(
             step,
@@ -266,6 +268,7 @@ def _run(
             on_warmup_done=warmup_done,
             on_step_time=feed.on_step_time if feed is not None else None,
             more_warmup=more_warmup,
+            clock=clock,
             **meter.hooks(observation.measure_hooks()),
         )
         runtime.update(meter.record())
@@ -311,7 +314,7 @@ def _run(
                     return workload.loss(net, batches[0])
 
             runtime["distributed"]["replica_check"] = strategy.gather(strategy.replica_check(model, loss_of))
-    runtime["timing"] = TIMING_METHOD
+    runtime["timing"] = f"{clock.method}; {WARMUP_NOTE}"
     runtime["env_flags"] = acc.env_flags()
 
     metrics = build_metrics(

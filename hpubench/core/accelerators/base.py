@@ -25,6 +25,8 @@ from hpubench.measure.telemetry.base import TelemetrySource, TelemetryUnavailabl
 if TYPE_CHECKING:
     import torch
 
+    from hpubench.measure.clocks import StepClock
+
 # A training step: takes one batch (a tuple of tensors on the device), returns the loss tensor.
 StepFn = Callable[[tuple["torch.Tensor", ...]], "torch.Tensor"]
 
@@ -112,6 +114,14 @@ class Accelerator(AcceleratorRules, ABC):
 
     @abstractmethod
     def synchronize(self) -> None: ...
+
+    def step_clock(self) -> StepClock:
+        """How the measured steps are timed (``hpubench.measure.clocks``). Default: host time around a
+        sync per step, right for a synchronous device and for one whose lazy graphs run at the loss read
+        (HPU); a device with timing events overrides it (CUDA: a sync per step costs it throughput)."""
+        from hpubench.measure.clocks import HostClock  # deferred: clocks imports torch (module docstring)
+
+        return HostClock(self.synchronize)
 
     @abstractmethod
     def memory_stats(self) -> MemoryStats: ...
