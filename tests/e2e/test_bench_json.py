@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ("overhead.py", "trust.py", "telemetry_cost.py", "threads.py", "heap.py")
+SCRIPTS = ("overhead.py", "trust.py", "telemetry_cost.py", "threads.py", "heap.py", "clock_cost.py")
 
 
 def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:

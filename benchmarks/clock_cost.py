@@ -1,0 +1,133 @@
+"""What timing each step costs: a plain loop against hpubench's measuring loop with each step clock.
+
+``python benchmarks/clock_cost.py [--device cuda] [--workloads mlp,gpt,resnet] [--rounds 30] [--json PATH]``
+
+One process, so no process's own speed draw enters (pairs of separate processes cannot show a few percent
+on a noisy host). The cell's training step (``bareloop.build_training``: same model, seed, batches,
+optimizer) runs in blocks of ~0.25 s, three ways per round, the order rotated each round:
+- ``plain``: the step looped, the device synchronised only at the block's ends (a user's own loop);
+- ``host``: ``measure_steps`` with the host clock (a sync and a loss read after every step);
+- ``device``: ``measure_steps`` with the device's own clock (``Accelerator.step_clock``; on CUDA timing events
+  read one step late; on a device without one, the host clock again).
+For each of the last two it prints, against ``plain`` in the same round (median of rounds, distribution-free
+interval): ``reported``, the figure a record would give (steps over the sum of their step times), and
+``wall``, how fast the loop really ran. Not part of ``make bench``: on the CPU both clocks are the host clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bareloop import build_training  # benchmarks/ is on sys.path: these run as scripts
+from outpath import json_out_problem
+
+import workloads
+from hpubench.analysis.medianci import median_interval
+from hpubench.core import accelerators
+from hpubench.measure.steps import measure_steps
+
+BLOCK_S = 0.25
+WARMUP_S = 2.0
+ORDERS = (("plain", "host", "device"), ("host", "device", "plain"), ("device", "plain", "host"))
+
+
+def measure_workload(name: str, device: str, rounds: int) -> dict[str, Any]:
+    batch_size = workloads.get(name).sizes["tiny"].batch_size
+    step, batches, sync = build_training(name, "tiny", batch_size, device)
+    acc = accelerators.get(device)(0)
+    n = len(batches)
+
+    def plain(k: int) -> float:
+        sync()
+        t0 = time.perf_counter()
+        for i in range(k):
+            step(batches[i % n])
+        sync()
+        return time.perf_counter() - t0
+
+    t_end = time.perf_counter() + WARMUP_S
+    while time.perf_counter() < t_end:
+        plain(20)
+    k = max(20, round(BLOCK_S / (plain(100) / 100)))
+
+    def harness(clock: Any) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        out = measure_steps(step, batches, sync, 1, k, clock=clock)
+        wall = time.perf_counter() - t0
+        return sum(out.measured_s), wall / (k + 1)  # one warm-up step: measure_steps needs one
+
+    sides: dict[str, Callable[[], Any]] = {
+        "plain": lambda: plain(k),
+        "host": lambda: harness(None),
+        "device": lambda: harness(acc.step_clock()),
+    }
+    ratios: dict[str, list[float]] = {
+        f"{s}_{m}": [] for s in ("host", "device") for m in ("reported", "wall")
+    }
+    for rnd in range(rounds):
+        got = {side: sides[side]() for side in ORDERS[rnd % len(ORDERS)]}
+        per_step = got["plain"] / k
+        for side in ("host", "device"):
+            reported, wall_per_step = got[side]
+            ratios[f"{side}_reported"].append(got["plain"] / reported)
+            ratios[f"{side}_wall"].append(per_step / wall_per_step)
+    return {
+        "workload": f"{name} tiny",
+        "steps_per_block": k,
+        "clock": acc.step_clock().method,
+        "intervals": {key: vars(median_interval(v)) for key, v in ratios.items()},
+        "ratios": ratios,
+    }
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda", help="accelerator name (cuda, hpu, cpu)")
+    ap.add_argument("--workloads", default="mlp,gpt,resnet", help="comma-separated, size tiny")
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    if args.rounds < 6:
+        print("--rounds must be >= 6 (fewer cannot give a 95% interval of the median)")
+        return 2
+    problem = json_out_problem(args.json)
+    if problem:
+        print(problem)
+        return 2
+    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    unknown = [n for n in names if n not in workloads.names()]
+    if unknown or not names:
+        valid = ", ".join(workloads.names())
+        print(f"unknown workload(s) {', '.join(unknown) or '(none given)'}; valid: {valid}")
+        return 2
+    if args.device not in accelerators.names():
+        known = ", ".join(accelerators.names())
+        print(f"--device {args.device!r} is not a registered accelerator; one of {known}")
+        return 2
+    if not accelerators.get(args.device).is_available():
+        print(f"no {args.device} device on this machine: nothing measured")
+        return 2
+    print(f"clock cost on {args.device}: {args.rounds} rounds, sides rotated; ratios to 'plain', same round")
+    results = []
+    for name in names:
+        res = measure_workload(name, args.device, args.rounds)
+        results.append(res)
+        cells = "  ".join(
+            f"{key} {iv['median']:.4f} [{iv['low']:.4f}-{iv['high']:.4f}]"
+            for key, iv in res["intervals"].items()
+        )
+        print(f"{res['workload']} ({res['steps_per_block']} steps a block): {cells}", flush=True)
+    print(f"device clock: {results[0]['clock'] if results else '-'}")
+    if args.json is not None:
+        with open(args.json, "w") as f:
+            json.dump({"device": args.device, "rounds": args.rounds, "results": results}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
