@@ -25,6 +25,7 @@ from typing import Any
 
 from bareloop import build_training  # benchmarks/ is on sys.path: these run as scripts
 from outpath import json_out_problem
+from workloadarg import parse_workloads
 
 import workloads
 from hpubench.analysis.medianci import median_interval
@@ -99,11 +100,9 @@ def main(argv: list[str]) -> int:
     if problem:
         print(problem)
         return 2
-    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
-    unknown = [n for n in names if n not in workloads.names()]
-    if unknown or not names:
-        valid = ", ".join(workloads.names())
-        print(f"unknown workload(s) {', '.join(unknown) or '(none given)'}; valid: {valid}")
+    names, problem = parse_workloads(args.workloads)
+    if problem:
+        print(problem)
         return 2
     if args.device not in accelerators.names():
         known = ", ".join(accelerators.names())

@@ -490,19 +490,18 @@ def main(argv: list[str] | None = None) -> int:
     # Imports only: no torch op may run in this process, or forked children can hang (OpenMP pool).
     import torch
     import torch._dynamo  # optimizers import it; pay it once here, not in every bare child
+    from workloadarg import parse_workloads  # imports workloads, hence torch: after OMP_NUM_THREADS is set
 
-    import workloads
+    import workloads  # noqa: F401  (registers the workloads the cells run)
     from hpubench.core.accelerators.cpu import cpu_model_name
     from hpubench.run.launch import Launcher
 
     plan = THROUGHPUT_PLAN[mode]
     if args.workloads:
         default_steps = dict(THROUGHPUT_PLAN["full"])
-        names = [w.strip() for w in args.workloads.split(",") if w.strip()]
-        unknown = [w for w in names if w not in workloads.names()]
-        if unknown or not names:
-            known = ", ".join(workloads.names())
-            parser.error(f"--workloads: unknown {', '.join(unknown) or '(none given)'}; one of {known}")
+        names, problem = parse_workloads(args.workloads)
+        if problem:
+            parser.error(f"--workloads: {problem}")
         plan = [(w, default_steps.get(w, 40)) for w in names]
 
     print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
