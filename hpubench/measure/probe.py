@@ -46,6 +46,8 @@ import workloads
 from hpubench.errors import UsageError
 from hpubench.measure.conditions import plan_threads, thread_policy
 from hpubench.measure.conditions_probe import affinity
+from hpubench.measure.heap import heap_policy, plan_heap
+from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.plan.cell import flops_key, parse_flops_key
 from hpubench.run import pluginload
 from hpubench.store.rundir import write_json_atomic
@@ -369,9 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         wanted.append((name, size, b, options))
     result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
     result["calibration"] = {}
+    # Rates are timed under the heap policy the cells get (hpubench.run.worker applies it the same way):
+    # the timed products allocate their outputs every call, as a training step does.
+    heap = apply_heap_plan(plan_heap(heap_policy(os.environ), os.environ)) if args.calibrate else {}
     for spec in args.calibrate:
         acc, _, host = spec.partition(":")
-        result["calibration"][acc] = calibrate(acc, args.dtype, host == "host")
+        result["calibration"][acc] = {**calibrate(acc, args.dtype, host == "host"), "heap": heap}
     write_json_atomic(args.out, result)
     return 0
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from hpubench.measure.autosteps import AutoSteps, warmup_extension
 from hpubench.measure.stopping import MAX_AUTO_STEPS
@@ -95,6 +96,8 @@ class Calibration:
     # Host devices (CPU ranks on shared cores): the rates above are per thread, and each rank of an
     # n-rank cell gets rank_threads[n - 1] threads' worth. Empty: the rates are one device's.
     rank_threads: tuple[float, ...] = ()
+    # The heap policy the rates were timed under (``runtime["heap"]`` of a record, same keys).
+    heap: Mapping[str, Any] = field(default_factory=dict)
 
     def rank_share(self, ranks_sharing: int) -> float:
         """The multiple of the calibrated rates one rank gets when ``ranks_sharing`` ranks share the

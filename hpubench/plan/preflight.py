@@ -86,6 +86,7 @@ class Preflight:
                     "per_op_s": c.per_op_s,
                     "source": c.source,
                     "rank_threads": list(c.rank_threads),
+                    "heap": dict(c.heap),
                 }
                 for k, c in self.calibrations.items()
             },
@@ -192,6 +193,7 @@ def run_probe(
             source=f"FLOPs / {acc} linear-layer rate calibrated here ({how})",
             conv_tflops=c.get("conv_tflops") or {},
             rank_threads=rank_threads,
+            heap=c.get("heap") or {},
         )
     return facts_out, cals, None
 

@@ -95,3 +95,14 @@ def test_a_budget_skips_what_cannot_fit_up_front_and_records_what_it_did(cli, tm
     assert note["budget_s"] == 180 and note["asked"] == [3, 20]
     assert note["given"] == [mlp["cell"]["warmup_steps"], mlp["cell"]["steps"]]
     assert len(mlp["step_times_s"]) == mlp["cell"]["steps"] >= 2
+
+
+@pytest.mark.parametrize("policy", ["steady", "system"])
+def test_the_rates_are_calibrated_under_the_heap_policy_the_cells_get(cli, tmp_path, cache_env, policy):
+    run = tmp_path / "run"
+    env = {**cache_env, "HPUBENCH_MALLOC": policy}
+    proc = cli("run", "-w", "mlp", "--size", "tiny", "--steps", "2", "-o", str(run), cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    heap = json.loads((run / "estimates.json").read_text())["calibration"]["cpu"]["heap"]
+    assert heap["policy"] == policy and heap["applied"] is (policy == "steady")
+    assert heap == records(run)["mlp"]["runtime"]["heap"]
