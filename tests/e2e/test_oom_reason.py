@@ -21,6 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = str(REPO / "tests" / "plugins" / "memory_hog.py")
 LIMIT = 2 * 2**30  # room for the zygote's torch and the cell's own start, then the hog hits it
+RANKS_LIMIT = 4 * 2**30  # the same for the elastic agent and two ranks
 
 
 def _own_memory_cgroup() -> tuple[Path, str] | None:
@@ -38,6 +39,18 @@ def _own_memory_cgroup() -> tuple[Path, str] | None:
 
 @pytest.fixture
 def memory_cgroup() -> Iterator[Path]:
+    with _memory_cgroup(LIMIT) as group:
+        yield group
+
+
+@pytest.fixture
+def memory_cgroup_ranks() -> Iterator[Path]:
+    with _memory_cgroup(RANKS_LIMIT) as group:
+        yield group
+
+
+@contextlib.contextmanager
+def _memory_cgroup(limit: int) -> Iterator[Path]:
     found = _own_memory_cgroup()
     if found is None:
         pytest.skip("no memory cgroup controller here")
@@ -45,12 +58,12 @@ def memory_cgroup() -> Iterator[Path]:
     group = parent / f"hpubench-oom-{uuid.uuid4().hex[:8]}"
     try:
         group.mkdir()
-        (group / ("memory.max" if kind == "v2" else "memory.limit_in_bytes")).write_text(str(LIMIT))
+        (group / ("memory.max" if kind == "v2" else "memory.limit_in_bytes")).write_text(str(limit))
         if kind == "v2":
             (group / "memory.swap.max").write_text("0")
         else:
             with contextlib.suppress(OSError):
-                (group / "memory.memsw.limit_in_bytes").write_text(str(LIMIT))
+                (group / "memory.memsw.limit_in_bytes").write_text(str(limit))
     except OSError as exc:
         with contextlib.suppress(OSError):
             group.rmdir()
@@ -95,3 +108,32 @@ def test_an_out_of_memory_kill_is_named_with_its_evidence(tmp_path: Path, memory
         )
         assert m, reasons
         assert 0.5 < float(m.group(1)) <= 2.0
+
+
+@pytest.mark.slow
+def test_a_rank_killed_for_memory_is_named_not_the_rank_the_agent_stopped(
+    tmp_path: Path, memory_cgroup_ranks: Path
+) -> None:
+    """Both ranks take memory; the kernel kills one (SIGKILL), then the agent stops the other (SIGTERM).
+    The cause is the killed rank, with the kernel's OOM kill as evidence (2026-11-27, --matrix full: this
+    read "rank 0 died: killed by SIGTERM" for a rank 1 the OOM killer had taken)."""
+    procs = memory_cgroup_ranks / "cgroup.procs"
+    out = tmp_path / "run"
+    args = ["run", "-w", "memory_hog", "-a", "cpu", "-d", "2", "--steps", "3", "--warmup-steps", "1"]
+    args += ["--workloads-from", PLUGIN, "-o", str(out), "--timeout", "180"]
+    done = subprocess.run(
+        [sys.executable, "-m", "hpubench", *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        preexec_fn=lambda: procs.write_text(str(os.getpid())),
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    (record,) = [json.loads(x) for x in (out / "cells.jsonl").read_text().splitlines()]
+    m = re.fullmatch(
+        r"rank (\d) died: killed by SIGKILL, likely out of memory \(the kernel's OOM killer acted in its "
+        r"cgroup\)( \(then also failed or stopped: rank (\d)\))?",
+        record["reason"],
+    )
+    assert m, record["reason"]
+    assert m.group(3) is None or m.group(3) != m.group(1)

@@ -156,6 +156,19 @@ def test_memory_skip_reason_states_both_figures_and_stays_silent_when_either_is_
     assert E.memory_skip_reason(None, 1) is None and E.memory_skip_reason(1, None) is None
 
 
+def test_a_cell_whose_estimate_fits_only_without_the_margin_for_error_is_skipped():
+    # 2026-11-27: resnet standard on 2 CPU ranks, estimated 11.23 GiB a rank against 11.4 available,
+    # peaked at 11.5 and was killed by the kernel's OOM killer.
+    needed, available = int(11.23 * E.GIB), int(11.4 * E.GIB)
+    reason = E.memory_skip_reason(needed, available)
+    assert reason is not None
+    assert (
+        "needs ~11.2 GiB per device, 11.4 GiB available (memory estimate, 12.4 GiB with its 10% margin"
+        in reason
+    )
+    assert E.memory_skip_reason(int(available / (1 + E.MEMORY_MARGIN)), available) is None
+
+
 def test_memory_skip_reason_says_what_could_make_the_cell_fit():
     """A model too big for data-parallel training (every device a whole replica, as DDP keeps it) is not
     fixed by more DDP devices: the reason names the ways out, sharding over devices (FSDP) among them."""

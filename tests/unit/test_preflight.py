@@ -36,7 +36,7 @@ FACTS = {
         "params": 100_000_000,
         "flops": 10**12,
         "ops": 100,
-        "activation_bytes_fp32": 5 * GIB,
+        "activation_bytes_fp32": 4 * GIB,
         "batch_bytes_fp32": 0,
         "optimizer": "adamw",
     },
@@ -54,8 +54,9 @@ def test_a_cell_that_cannot_fit_is_skipped_with_its_estimate_and_shared_memory_i
     assert out[0].skip_reason is not None
     assert "needs ~" in out[0].skip_reason and "GiB per device, 16.0 GiB available" in out[0].skip_reason
     assert out[1].runnable
-    # Two CPU ranks share the host's 16 GiB: 8 GiB each, and the ~7.9 GiB this cell needs fits.
-    assert est[2].memory_bytes is not None and est[2].memory_bytes < 8 * GIB and out[2].runnable
+    # Two CPU ranks share the host's 16 GiB: 8 GiB each, and the ~6.9 GiB this cell needs fits with
+    # its margin for error.
+    assert est[2].memory_bytes is not None and est[2].memory_bytes < 7 * GIB and out[2].runnable
     assert out[3].skip_reason == "lazy mode exists only on HPU, not on cpu" and est[3] is None
     # Without a calibration or peak there is no time, but memory is still estimated.
     assert est[1].step_s is None and est[1].memory_bytes is not None

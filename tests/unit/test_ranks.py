@@ -99,11 +99,32 @@ def test_a_crash_without_report_is_named_by_its_signal_not_the_ranks_the_agent_s
         {"rank": 1, "signal": "SIGSEGV", "exitcode": -11, "timestamp": 6, "callstack": None},
     ]
     cause = root_cause([], [], failures)
-    assert cause.reason == "rank 1 died: killed by SIGSEGV (then also failed or stopped: rank 0)"
+    assert cause.reason == "rank 1 died: crashed with signal SIGSEGV (then also failed or stopped: rank 0)"
     assert cause.rank == 1
     cause = root_cause([], [], [{"rank": 1, "exitcode": 3, "message": "boom", "timestamp": 1}])
     assert cause.reason == "rank 1 exited with code 3: boom"
     assert root_cause([], [], []).rank is None
+
+
+def test_a_rank_killed_from_outside_is_the_cause_not_the_rank_the_agent_stopped_after_it() -> None:
+    # 2026-11-27: the kernel's OOM killer took rank 1 (SIGKILL); the agent then sent rank 0 SIGTERM.
+    failures = [
+        {"rank": 0, "signal": "SIGTERM", "exitcode": -15, "timestamp": 5},
+        {"rank": 1, "signal": "SIGKILL", "exitcode": -9, "timestamp": 5},
+    ]
+    cause = root_cause([], [], failures, oom_kills=1)
+    assert cause.rank == 1
+    assert cause.reason == (
+        "rank 1 died: killed by SIGKILL, likely out of memory (the kernel's OOM killer acted in its cgroup) "
+        "(then also failed or stopped: rank 0)"
+    )
+    # Without the kernel's word, no memory claim; and a rank's own crash still comes before any kill.
+    assert (
+        root_cause([], [], failures).reason
+        == "rank 1 died: killed by SIGKILL (then also failed or stopped: rank 0)"
+    )
+    crash = [*failures, {"rank": 2, "signal": "SIGABRT", "exitcode": -6, "timestamp": 9}]
+    assert root_cause([], [], crash, oom_kills=1).rank == 2
 
 
 def test_timeout_reasons() -> None:

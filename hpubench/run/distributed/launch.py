@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import psutil
 
 from hpubench.plan.cell import Cell, PlannedCell
-from hpubench.run import proctree
+from hpubench.run import oomwatch, proctree
 from hpubench.run.childwait import killpg
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.distributed.spec import (
@@ -40,6 +40,7 @@ from hpubench.run.distributed.spec import (
     rank_status_file,
     rendezvous_id,
 )
+from hpubench.run.exitwords import MemoryEvidence, ended_how
 from hpubench.run.procwait import wait_exit
 from hpubench.store.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
 from hpubench.store.runmeta import utc_now_iso
@@ -130,6 +131,10 @@ def _where(rank: int, node_rank: int | None, local_rank: int | None, multi_node:
     return f"rank {rank} (node {node_rank}, local rank {local_rank})"
 
 
+# Failures by signal, least likely to be the cause last: the agent's own stop of the surviving ranks.
+_STOP_ORDER = {"SIGKILL": 1, "SIGTERM": 2}
+
+
 class Cause(NamedTuple):
     rank: int | None
     reason: str
@@ -141,8 +146,10 @@ def root_cause(
     notes: Sequence[Mapping[str, Any]],
     failures: Sequence[Mapping[str, Any]],
     multi_node: bool = False,
+    oom_kills: int = 0,
 ) -> Cause:
-    """The failure that started it all. Pure.
+    """The failure that started it all. Pure. ``oom_kills``: the kernel's OOM kills in this process's
+    memory cgroup while the cell ran (a rank killed by SIGKILL is then named likely out of memory).
 
     One rank's error makes the others fail too (their collectives lose a peer) or be stopped by the
     agent, so the earliest reported failure is the cause: a rank's own report (its status file on this
@@ -163,12 +170,16 @@ def root_cause(
         reason = f"{where} failed: {rep.get('reason') or 'no reason given'}"
         tail = rep.get("traceback_tail")
     elif failures:
-        crashed = [f for f in failures if f.get("signal") not in ("SIGTERM", "SIGKILL")] or list(failures)
-        f = min(crashed, key=lambda f: (f.get("timestamp") or 0, f["rank"]))
+        # Once one rank has died the agent stops the rest with SIGTERM: a rank's own end (an exit code, a
+        # crash by signal) comes first, then a SIGKILL from outside (the kernel's OOM killer, a user).
+        f = min(
+            failures, key=lambda f: (_STOP_ORDER.get(f.get("signal"), 0), f.get("timestamp") or 0, f["rank"])
+        )
         rank = int(f["rank"])
         where = f"rank {rank}"
         if f.get("signal"):
-            reason = f"{where} died: killed by {f['signal']}"
+            memory = MemoryEvidence(None, None, oom_kills)
+            reason = f"{where} died: {ended_how(None, signal.Signals[f['signal']], memory)}"
         else:
             reason = f"{where} exited with code {f.get('exitcode')}: {f.get('message') or 'no error file'}"
         tail = f.get("callstack")
@@ -317,6 +328,7 @@ def run_distributed_cell(
     child_env = {**env, TOKEN_ENV: token}
     timed_out = False
     agent_log = work_dir / AGENT_LOG_FILE
+    oom_before = oomwatch.oom_kills()  # the ranks are the agent's children, in this process's cgroup
     start = time.monotonic()
     with open(agent_log, "wb") as logf:
         proc = subprocess.Popen(
@@ -396,7 +408,11 @@ def run_distributed_cell(
         return failed(str(summary.get("reason")))
     if status == "failed":
         failures = summary.get("failures") or []
-        cause = root_cause(statuses, summary.get("failure_notes") or [], failures, multi_node)
+        oom_after = oomwatch.oom_kills()
+        oom_kills = oom_after - oom_before if oom_after is not None and oom_before is not None else 0
+        cause = root_cause(
+            statuses, summary.get("failure_notes") or [], failures, multi_node, max(0, oom_kills)
+        )
         tail = cause.tail
         crashed = next((f for f in failures if f.get("rank") == cause.rank), None)
         if tail is None and crashed is not None:  # no traceback of its own: the end of its stderr
