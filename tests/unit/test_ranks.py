@@ -125,6 +125,8 @@ def test_a_rank_killed_from_outside_is_the_cause_not_the_rank_the_agent_stopped_
     )
     crash = [*failures, {"rank": 2, "signal": "SIGABRT", "exitcode": -6, "timestamp": 9}]
     assert root_cause([], [], crash, oom_kills=1).rank == 2
+    unknown = [{"rank": 1, "signal": "SIGFOO", "exitcode": -99, "timestamp": 1}]
+    assert root_cause([], [], unknown).reason == "rank 1 died: killed by SIGFOO"
 
 
 def test_timeout_reasons() -> None:

@@ -177,9 +177,11 @@ def root_cause(
         )
         rank = int(f["rank"])
         where = f"rank {rank}"
-        if f.get("signal"):
-            memory = MemoryEvidence(None, None, oom_kills)
-            reason = f"{where} died: {ended_how(None, signal.Signals[f['signal']], memory)}"
+        sig = signal.Signals.__members__.get(f.get("signal") or "")
+        if sig is not None:
+            reason = f"{where} died: {ended_how(None, sig, MemoryEvidence(None, None, oom_kills))}"
+        elif f.get("signal"):  # a name this Python does not know (another node's platform)
+            reason = f"{where} died: killed by {f['signal']}"
         else:
             reason = f"{where} exited with code {f.get('exitcode')}: {f.get('message') or 'no error file'}"
         tail = f.get("callstack")
