@@ -9,6 +9,7 @@ from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.distributed.launch import root_cause, schedule, timeout_reason
 from hpubench.run.distributed.spec import rendezvous_id
+from hpubench.run.exitwords import MemoryEvidence
 
 
 def sample(rank: int, measured: list[float], peak: int | None, loss: float = 1.0) -> RankSample:
@@ -112,7 +113,8 @@ def test_a_rank_killed_from_outside_is_the_cause_not_the_rank_the_agent_stopped_
         {"rank": 0, "signal": "SIGTERM", "exitcode": -15, "timestamp": 5},
         {"rank": 1, "signal": "SIGKILL", "exitcode": -9, "timestamp": 5},
     ]
-    cause = root_cause([], [], failures, oom_kills=1)
+    oom = MemoryEvidence(None, None, oom_kills=1)
+    cause = root_cause([], [], failures, memory=oom)
     assert cause.rank == 1
     assert cause.reason == (
         "rank 1 died: killed by SIGKILL, likely out of memory (the kernel's OOM killer acted in its cgroup) "
@@ -124,7 +126,7 @@ def test_a_rank_killed_from_outside_is_the_cause_not_the_rank_the_agent_stopped_
         == "rank 1 died: killed by SIGKILL (then also failed or stopped: rank 0)"
     )
     crash = [*failures, {"rank": 2, "signal": "SIGABRT", "exitcode": -6, "timestamp": 9}]
-    assert root_cause([], [], crash, oom_kills=1).rank == 2
+    assert root_cause([], [], crash, memory=oom).rank == 2
     unknown = [{"rank": 1, "signal": "SIGFOO", "exitcode": -99, "timestamp": 1}]
     assert root_cause([], [], unknown).reason == "rank 1 died: killed by SIGFOO"
 

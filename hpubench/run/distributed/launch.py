@@ -146,10 +146,10 @@ def root_cause(
     notes: Sequence[Mapping[str, Any]],
     failures: Sequence[Mapping[str, Any]],
     multi_node: bool = False,
-    oom_kills: int = 0,
+    memory: MemoryEvidence | None = None,
 ) -> Cause:
-    """The failure that started it all. Pure. ``oom_kills``: the kernel's OOM kills in this process's
-    memory cgroup while the cell ran (a rank killed by SIGKILL is then named likely out of memory).
+    """The failure that started it all. Pure. ``memory``: what ``oomwatch.evidence`` knew once the agent
+    ended (a rank killed by SIGKILL while the kernel's OOM killer acted is named likely out of memory).
 
     One rank's error makes the others fail too (their collectives lose a peer) or be stopped by the
     agent, so the earliest reported failure is the cause: a rank's own report (its status file on this
@@ -179,7 +179,7 @@ def root_cause(
         where = f"rank {rank}"
         sig = signal.Signals.__members__.get(f.get("signal") or "")
         if sig is not None:
-            reason = f"{where} died: {ended_how(None, sig, MemoryEvidence(None, None, oom_kills))}"
+            reason = f"{where} died: {ended_how(None, sig, memory)}"
         elif f.get("signal"):  # a name this Python does not know (another node's platform)
             reason = f"{where} died: killed by {f['signal']}"
         else:
@@ -410,11 +410,8 @@ def run_distributed_cell(
         return failed(str(summary.get("reason")))
     if status == "failed":
         failures = summary.get("failures") or []
-        oom_after = oomwatch.oom_kills()
-        oom_kills = oom_after - oom_before if oom_after is not None and oom_before is not None else 0
-        cause = root_cause(
-            statuses, summary.get("failure_notes") or [], failures, multi_node, max(0, oom_kills)
-        )
+        memory = oomwatch.evidence(None, oom_before)  # the ranks' own peaks are the agent's to know
+        cause = root_cause(statuses, summary.get("failure_notes") or [], failures, multi_node, memory)
         tail = cause.tail
         crashed = next((f for f in failures if f.get("rank") == cause.rank), None)
         if tail is None and crashed is not None:  # no traceback of its own: the end of its stderr
