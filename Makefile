@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install hf browser compiler smoke test bench bench-threads bench-heap gpu-check report-png lint format
+.PHONY: install hf browser compiler smoke test bench bench-threads bench-heap gpu-check hpu-check report-png lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -56,6 +56,11 @@ bench-heap: install
 # The CUDA paths once each on this machine's GPUs (benchmarks/gpu-check.toml), with a table; exit 2 without a GPU.
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py
+
+# The HPU paths once each on this machine's Gaudi modules (benchmarks/hpu-check.toml): a table and one JSON to
+# send back (results/hpu-check/hpu-check.json); exit 1 when a cell failed, 2 without an HPU.
+hpu-check: install
+	$(PY) benchmarks/hpu_check.py
 
 # docs/report.png (the README's picture): a small CPU run kept only when every cell is judged ok (retried
 # otherwise), its report, and a headless-Chromium screenshot of the page's top; prints the figures shown.

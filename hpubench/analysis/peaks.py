@@ -1,13 +1,25 @@
 """Published peak figures per device, and the lookup that turns a recorded device name into one.
 
 Every figure here comes from the project's hardware fact sheet (``shared/hardware.md``), with the source
-and date it cites. Figures that sheet marks "U" (unconfirmed or third-party) carry ``estimate=True`` so a
-report can flag MFU computed against them; figures it gives as "unknown" or "-" are ``None``, never filled
-in. A device no rule matches gets no peak at all: an MFU against a guessed peak is worse than none.
+and date it cites, except where issue 31 checked the Gaudi rows against Intel's Hot Chips 2024 deck (first-
+generation BF16 60 confirmed, Gaudi2 HBM 2.46 TB/s, Gaudi3 TDP left open: see the entries). Figures marked
+"U" (unconfirmed or third-party) carry ``estimate=True`` so a report can flag MFU computed against them;
+figures given as "unknown" or "-" are ``None``, never filled in. A device no rule matches gets no peak at
+all: an MFU against a guessed peak is worse than none.
+
+A figure that needs a caveat wherever it is used (no primary source, or a name that also covers parts the
+figure is not published for) carries it in ``figure_notes``; :func:`peak_for` appends it to the source the
+record keeps, and only while the figure is still the one the caveat is about (a user's replacement figure
+from a ``--prices`` file does not inherit it).
 
 Match rules are regular expressions searched (case-insensitively) in the device name the worker recorded.
 The NVIDIA rules are stricter than "contains H100": PCIe and NVL boards have lower clocks and power and a
-GH200 contains the letters "H200", so all of those stay unmatched rather than borrowing an SXM peak.
+GH200 contains the letters "H200", so all of those stay unmatched rather than borrowing an SXM peak. The
+Gaudi rules are exact: the bridge's ``get_device_name()`` is Synapse's ``GetDeviceNameByDevType``, which
+returns only "GAUDI", "GAUDI2" and "GAUDI3" (every Gaudi2 sub-type and every Gaudi3 part included), so a
+name such as "GAUDI2B" comes from elsewhere (old docs, a hand-written file) and gets no figure, since none is
+published for it. Where one bridge name covers several parts, the figures are those every part shares or
+the caveat says whose they are.
 """
 
 from __future__ import annotations
@@ -55,6 +67,8 @@ class PeakEntry:
     estimates: frozenset[str] = frozenset()  # names of figures the table marks "U"
     per: str = "device"  # "socket" for the CPU row: its figures are for a whole socket
     notes: str = ""
+    # (dtype, the figure, caveat): said beside that figure in every record while the figure is unchanged
+    figure_notes: tuple[tuple[str, float, str], ...] = ()
 
     def matches(self, accelerator: str, device_name: str) -> bool:
         return device_matches(self.accelerator, self.pattern, accelerator, device_name)
@@ -63,6 +77,16 @@ class PeakEntry:
         if dtype not in DTYPES:
             raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
         return getattr(self, dtype, None)
+
+    def source_for(self, dtypes: Sequence[str]) -> str:
+        """The source of a peak made of the ``dtypes`` figures, with their caveats: a record that keeps only
+        the source still says that a figure is third-party or belongs to one part of several."""
+        caveats = [
+            text
+            for dtype, value, text in self.figure_notes
+            if dtype in dtypes and self.tflops(dtype) == value
+        ]
+        return "; ".join([self.source, *caveats])
 
 
 @dataclass(frozen=True)
@@ -80,6 +104,18 @@ class PeakFigure:
 
 _NOT_PCIE_NVL = r"^(?!.*\b(?:PCIE|NVL)\b)"
 _HOT_CHIPS = "Intel Hot Chips 2024"
+_STAS00 = "stas00/ml-engineering, a third party"
+_GAUDI2_OTHERS = "the HL-225B (Gaudi2 for China) also reports GAUDI2, and no TFLOP/s was found for it"
+_GAUDI3_OTHERS = (
+    "the HL-338 PCIe card (600 W) and the HL-328/HL-388 for China (450 W) also report GAUDI3, and no "
+    "TFLOP/s was found for them"
+)
+
+
+def _one_part(dtype: str, value: float, part: str, others: str) -> tuple[str, float, str]:
+    """The caveat of a figure published for one part of several that report the same name."""
+    return (dtype, value, f"{dtype} {value:g} is the {part}'s: {others}")
+
 
 PEAKS: tuple[PeakEntry, ...] = (
     PeakEntry(
@@ -89,20 +125,20 @@ PEAKS: tuple[PeakEntry, ...] = (
         memory_gb=32,
         memory_bw_tb_s=0.90,
         tdp_w=400,
-        bf16=60,
+        bf16=60,  # stated by Intel in the Hot Chips 2024 deck (issue 31): no longer an estimate
         fp32=None,
         tf32=None,
         fp8=None,
         source="Intel Hot Chips 2024 deck; AWS DL1 deep dive (2021)",
         as_of="2024; 2021",
-        estimates=frozenset({"bf16"}),
+        notes="Synapse maps the HL-2000M device id to the same name (GAUDI); no separate figures found",
     ),
     PeakEntry(
         name="Gaudi2 (HL-225H)",
         accelerator="hpu",
-        pattern=r"^GAUDI2",
+        pattern=r"^GAUDI2$",  # every Gaudi2 sub-type reports exactly this; GAUDI2B/C/D get nothing
         memory_gb=96,
-        memory_bw_tb_s=2.45,
+        memory_bw_tb_s=2.46,  # Hot Chips 2024 deck "Peak HBM BW 2.46 TB/s" (hardware.md: 2.45)
         tdp_w=600,
         bf16=432,
         fp32=None,
@@ -111,14 +147,25 @@ PEAKS: tuple[PeakEntry, ...] = (
         source=f"{_HOT_CHIPS}; Intel Gaudi2 article (2022)",
         as_of="2024; 2022",
         estimates=frozenset({"fp8"}),
+        notes="HL-225H (OAM, 600 W); the HL-225B for China reports GAUDI2 too (96 GB, ~2.4 TB/s per "
+        "TechNode 2023-07-12; TFLOP/s and TDP unpublished)",
+        figure_notes=(
+            _one_part("bf16", 432, "HL-225H", _GAUDI2_OTHERS),
+            (
+                "fp8",
+                865,
+                f"fp8 865: no primary source found (only {_STAS00}, citing Intel's Gaudi 2 white paper)",
+            ),
+            _one_part("fp8", 865, "HL-225H", _GAUDI2_OTHERS),
+        ),
     ),
     PeakEntry(
         name="Gaudi3 (HL-325L)",
         accelerator="hpu",
-        pattern=r"^GAUDI3",
+        pattern=r"^GAUDI3$",  # HL-325L, HL-335, HL-338 and the China HL-328/HL-388 all report this
         memory_gb=128,
         memory_bw_tb_s=3.67,
-        tdp_w=900,
+        tdp_w=None,  # the name does not tell which part: 900, 1200, 600 or 450 W (notes)
         bf16=1835,
         fp32=229,
         tf32=None,
@@ -126,6 +173,21 @@ PEAKS: tuple[PeakEntry, ...] = (
         source=_HOT_CHIPS,
         as_of="2024",
         estimates=frozenset({"fp32"}),
+        notes="TDP by part: OAM 900 W air-cooled, 1200 W liquid-cooled (Hot Chips 2024 deck); HL-338 PCIe "
+        "600 W, HL-328/HL-388 for China 450 W (The Register 2024-04-12, citing Intel's Gaudi 3 white paper)",
+        figure_notes=(
+            *(_one_part(d, 1835, "HL-325L OAM", _GAUDI3_OTHERS) for d in ("bf16", "fp8")),
+            *(
+                (d, 1835, f"shipping parts run the MME at 1600 MHz, i.e. {d} 1677 (per {_STAS00})")
+                for d in ("bf16", "fp8")
+            ),
+            (
+                "fp32",
+                229,
+                f"fp32 229: no primary source found (only {_STAS00}; Intel gives partial figures only)",
+            ),
+            _one_part("fp32", 229, "HL-325L OAM", _GAUDI3_OTHERS),
+        ),
     ),
     PeakEntry(
         name="A100 SXM 80GB",
@@ -231,6 +293,7 @@ def peak_for(
         dtype = "tf32"
     value = entry.tflops(dtype)
     estimate = dtype in entry.estimates
+    parts = [dtype]
     if declared == "fp32" and 0.0 < share < 1.0:
         tf32_value = entry.tflops("tf32")
         if value is None or tf32_value is None:
@@ -238,13 +301,14 @@ def peak_for(
         value = mixed_peak(float(value), float(tf32_value), share)
         dtype = f"fp32+tf32 ({share:.1%} of FLOPs in tf32)"
         estimate = bool({"fp32", "tf32"} & entry.estimates)
+        parts = ["fp32", "tf32"]
     if value is None:
         return None
     return PeakFigure(
         tflops=float(value),
         dtype=dtype,
         estimate=estimate,
-        source=entry.source,
+        source=entry.source_for(parts),
         device=entry.name,
         as_of=entry.as_of,
         per=entry.per,

@@ -60,6 +60,16 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
+def _failure_reason(cell: Cell, exc: BaseException) -> str:
+    """The device's own reading of the failure (an out-of-memory error that does not say so), else the
+    exception's text on one line."""
+    try:
+        own = accelerators.get(cell.accelerator).failure_reason(exc)
+    except Exception:  # an unknown accelerator name: its failure is already the reason
+        own = None
+    return own or _one_line(exc)
+
+
 def run_cell(
     cell: Cell,
     dispatched_at: float | None = None,
@@ -103,7 +113,7 @@ def run_cell(
         return CellResult(
             cell,
             STATUS_FAILED,
-            reason=_one_line(exc),
+            reason=_failure_reason(cell, exc),
             traceback_tail="\n".join(tail),
             runtime=runtime,
             started_at=started_at,
@@ -123,7 +133,10 @@ def _run(
 ) -> CellResult:
     acc_cls = accelerators.get(cell.accelerator)
     if not acc_cls.is_available():
-        raise CellSkipped(f"no {cell.accelerator} device is available in this process")
+        why = acc_cls.unavailable_reason()
+        raise CellSkipped(
+            f"no {cell.accelerator} device is available in this process" + (f" ({why})" if why else "")
+        )
     # SingleDevice, or DDP / FSDP joining the process group torch.distributed's elastic agent started us in.
     strategy = strategies.for_cell(cell)
     index = acc_cls.rank_device_index(cell, strategy.local_rank)
@@ -167,7 +180,8 @@ def _run(
     torch.manual_seed(SEED)
     model = workload.build_model(cell.size).to(device)
     prepared = precision.prepare(cell.precision, model, acc)
-    model = strategy.wrap_model(prepared.model, workload.blocks(prepared.model))
+    inner = acc.graph_module(prepared.model) if cell.graphs and cell.mode != "compile" else prepared.model
+    model = strategy.wrap_model(inner, workload.blocks(prepared.model))
     model.train()
     if strategy.world_size > 1:
         runtime["distributed"].update(strategy.facts())

@@ -1,6 +1,7 @@
-"""C2: from bridge 1.19, ``import torch`` loads the bridge (torch's ``torch.backends`` entry points)
-unless ``PT_HPU_AUTOLOAD=0``. The double registers its entry point in ``tests/fakes``; each case is a
-fresh interpreter that only imports torch.
+"""C2: ``import torch`` loads the bridge through torch's ``torch.backends`` entry point, as the bridge's
+``autoload/__init__.py`` decides: ``PT_HPU_AUTOLOAD=1`` loads, ``0`` does not, and unset it loads only
+outside lazy mode (``PT_HPU_LAZY_MODE`` unset or "1", the 1.19 default: no autoload). Each case is a fresh
+interpreter with the double on its path that only imports torch.
 """
 
 from __future__ import annotations
@@ -37,10 +38,18 @@ def _import_torch(**env_extra: str) -> dict[str, object]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("autoload", [None, "1"])
-def test_import_torch_alone_loads_the_bridge(autoload: str | None) -> None:
-    loaded = _import_torch(**({} if autoload is None else {"PT_HPU_AUTOLOAD": autoload}))
+@pytest.mark.parametrize(
+    "env", [{"PT_HPU_AUTOLOAD": "1"}, {"PT_HPU_LAZY_MODE": "0"}, {"PT_HPU_LAZY_MODE": "2"}]
+)
+def test_import_torch_alone_loads_the_bridge(env: dict[str, str]) -> None:
+    loaded = _import_torch(**env)
     assert loaded == {"bridge": True, "core": True, "torch_hpu": "habana_frameworks.torch.hpu"}
+
+
+@pytest.mark.parametrize("env", [{}, {"PT_HPU_LAZY_MODE": "1"}, {"PT_HPU_AUTOLOAD": "yes"}])
+def test_in_lazy_mode_an_unset_autoload_leaves_the_bridge_unloaded(env: dict[str, str]) -> None:
+    """ "If PT_HPU_AUTOLOAD isn't set, disable autoload for lazy mode" (bridge autoload/__init__.py)."""
+    assert _import_torch(**env) == {"bridge": False, "core": False, "torch_hpu": None}
 
 
 def test_pt_hpu_autoload_0_leaves_the_bridge_unloaded() -> None:
@@ -49,7 +58,7 @@ def test_pt_hpu_autoload_0_leaves_the_bridge_unloaded() -> None:
 
 
 def test_torch_device_backend_autoload_0_switches_off_every_backend_entry_point() -> None:
-    loaded = _import_torch(TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    loaded = _import_torch(TORCH_DEVICE_BACKEND_AUTOLOAD="0", PT_HPU_AUTOLOAD="1")
     assert loaded["core"] is False
 
 

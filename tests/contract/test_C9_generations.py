@@ -20,16 +20,24 @@ def test_device_names_per_generation(bridge, name: str, gen: int) -> None:
     assert gaudi_generation(name) == gen
 
 
-def test_first_gen_refuses_fp16_and_fp8(bridge) -> None:
+def test_first_gen_refuses_fp16_at_the_first_half_tensor_and_fp8(bridge) -> None:
+    """``tensor_utils.cpp``: "float16/half is not supported on Gaudi." when a half tensor is allocated on
+    the card (entering the autocast alone is not refused)."""
     bridge(HPUBENCH_FAKE_HPU_NAME="GAUDI")
     import habana_frameworks.torch.hpex.experimental.transformer_engine as te
 
-    with pytest.raises(RuntimeError), torch.autocast(device_type="hpu", dtype=torch.float16):
-        pass
+    x = torch.ones(2, 2, device="hpu")
+    with (
+        torch.autocast(device_type="hpu", dtype=torch.float16),
+        pytest.raises(RuntimeError, match=r"^float16/half is not supported on Gaudi\.$"),
+    ):
+        x @ x
+    with pytest.raises(RuntimeError, match="float16/half is not supported on Gaudi"):
+        torch.ones(2, dtype=torch.float16).to("hpu")
     with pytest.raises(RuntimeError), te.fp8_autocast(enabled=True):
         pass
     with torch.autocast(device_type="hpu", dtype=torch.bfloat16):  # bf16 is fine
-        pass
+        x @ x
 
 
 def test_gaudi2_runs_fp16_and_fp8(bridge) -> None:

@@ -30,6 +30,8 @@ CLEARED = (
     "HPUBENCH_FAKE_HPU_COUNT",
     "HPUBENCH_FAKE_HPU_NAME",
     "HPUBENCH_FAKE_HLML_FAIL",
+    "HPUBENCH_FAKE_HPU_REQUIRED_TORCH",
+    "HPUBENCH_FAKE_HPU_TORCH_BUILD",
 )
 
 
@@ -107,22 +109,30 @@ def test_telemetry_readings_are_priced_and_a_dear_one_warns_with_the_interval_th
         assert cpu["telemetry"]["detail"].startswith("none: no RAPL powercap interface")
 
 
+def failed_checks(lines: list[str]) -> list[str]:
+    """The check of every FAIL line of doctor's text output, in order."""
+    return [
+        line.split("]", 1)[1].split(":", 1)[0].strip() for line in lines if line.strip().startswith("[FAIL]")
+    ]
+
+
 @pytest.mark.parametrize(
-    ("env", "check", "detail", "fix"),
+    ("env", "check", "detail", "fix", "also"),
     [
         (
             {"HABANA_VISIBLE_MODULES": "9"},
             "HABANA_VISIBLE_MODULES",
             "names module 9, which does not exist",
             "set HABANA_VISIBLE_MODULES to ids among 0,1,2,3,4,5,6,7",
+            ["device acquire"],  # no visible module to acquire: the consequence, named as such
         ),
-        ({"PT_HPU_LAZY_MODE": "2"}, "lazy mode", "is neither 0 nor 1", "export PT_HPU_LAZY_MODE=1"),
-        ({"HPUBENCH_FAKE_HLML_FAIL": "init"}, "HLML (pyhlml)", "does not load: HLMLError", "libhlml.so"),
+        ({"PT_HPU_LAZY_MODE": "2"}, "lazy mode", "is neither 0 nor 1", "export PT_HPU_LAZY_MODE=1", []),
+        ({"HPUBENCH_FAKE_HLML_FAIL": "init"}, "HLML (pyhlml)", "does not load: HLMLError", "libhlml.so", []),
     ],
     ids=["visible-module-9-of-8", "lazy-mode-2", "hlml-missing"],
 )
 def test_broken_gaudi_setting_fails_with_its_fix(
-    env: dict[str, str], check: str, detail: str, fix: str
+    env: dict[str, str], check: str, detail: str, fix: str, also: list[str]
 ) -> None:
     proc = doctor(double=True, HPUBENCH_FAKE_HPU_COUNT="8", **env)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -130,7 +140,41 @@ def test_broken_gaudi_setting_fails_with_its_fix(
     at = next(i for i, line in enumerate(lines) if line.strip().startswith(f"[FAIL] {check}:"))
     assert detail in lines[at]
     assert lines[at + 1].strip().startswith("fix: ") and fix in lines[at + 1]
-    assert lines[-1].startswith("1 FAIL"), lines[-1]  # this setting alone fails
+    assert sorted(failed_checks(lines)) == sorted([check, *also])  # this setting alone fails
+
+
+@pytest.mark.parametrize(
+    ("env", "check", "detail", "fix", "also"),
+    [
+        (
+            {"HPUBENCH_FAKE_HPU_REQUIRED_TORCH": "2.5"},
+            "torch pin",
+            "the bridge was built for torch 2.5 but torch ",
+            "install the torch this Intel Gaudi software release ships (torch 2.5, Habana's build)",
+            [],
+        ),
+        (
+            {"HLS_MODULE_ID": "3", "HABANA_VISIBLE_MODULES": "4,5"},
+            "HLS_MODULE_ID",
+            "HLS_MODULE_ID=3 is not among HABANA_VISIBLE_MODULES=4,5",
+            "unset HLS_MODULE_ID (hpubench gives each process a module among 4,5), or set it to one of 4,5",
+            ["device acquire"],  # the doctor's own acquire of module 3 fails, as a cell's would
+        ),
+    ],
+    ids=["torch-pin-2.5", "module-3-not-visible"],
+)
+def test_what_stops_the_bridge_fails_with_its_fix(
+    env: dict[str, str], check: str, detail: str, fix: str, also: list[str]
+) -> None:
+    """A torch other than the one the bridge was built for (its import asserts) and a module id outside
+    the visible modules (the device acquire fails): each a FAIL line with its fix on the next, exit 1."""
+    proc = doctor(double=True, **env)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith(f"[FAIL] {check}:"))
+    assert detail in lines[at]
+    assert lines[at + 1].strip().startswith("fix: ") and fix in lines[at + 1]
+    assert sorted(failed_checks(lines)) == sorted([check, *also])
 
 
 def test_card_held_by_another_process_fails() -> None:

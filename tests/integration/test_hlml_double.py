@@ -129,7 +129,8 @@ def test_hpu_memory_timeline_has_the_full_memory_stats_key_set(records):
     assert [s["phase"] for s in tl] == ["start", "warmup", "warmup"] + ["measured"] * 6
     for s in tl:
         assert set(s["raw"]) == HPU_MEMORY_KEYS
-        assert s["in_use_bytes"] == s["raw"]["InUse"] and s["limit_bytes"] == s["raw"]["Limit"] == 96 * 2**30
+        assert s["in_use_bytes"] == s["raw"]["InUse"]
+        assert s["limit_bytes"] == s["raw"]["Limit"] == int(94.62 * 2**30)
         assert s["peak_allocated_bytes"] == s["raw"]["MaxInUse"]
 
 
@@ -154,8 +155,8 @@ def test_hpu_profile_records_habana_profile_and_a_trace(records):
 def test_the_double_follows_the_contract(pyhlml, monkeypatch):
     from pyhlml.hlml_error import HLMLError
 
-    with pytest.raises(HLMLError):
-        pyhlml.hlmlDeviceGetCount()  # before hlmlInit
+    with pytest.raises(AttributeError, match="get_func_ptr"):  # before hlmlInit, as pyhlml (C13)
+        pyhlml.hlmlDeviceGetCount()
     pyhlml.hlmlInit()
     assert pyhlml.hlmlDeviceGetCount() == 8
     h = pyhlml.hlmlDeviceGetHandleByIndex(0)

@@ -104,31 +104,32 @@ def test_core_import_registers_torch_hpu(load: Load) -> None:
 
 
 def test_setup_selects_the_device(load: Load) -> None:
+    """One device per process (C15): hpubench's processes use device 0, the module chosen by
+    ``HLS_MODULE_ID``; the bridge refuses any other index where it can tell."""
     core = load(count=2)
-    from habana_frameworks.torch import hpu
-
-    HPUAccelerator(1).setup()
-    assert hpu.current_device() == 1
-    assert ("hpu.set_device", "1") in core.CALLS
-    with pytest.raises(RuntimeError, match="invalid HPU device index 2"):
-        HPUAccelerator(2).setup()
+    HPUAccelerator(0).setup()
+    assert ("hpu.set_device", "0") in core.CALLS
+    with pytest.raises(AssertionError, match="the only supported device idx is 0"):
+        HPUAccelerator(1).setup()
 
 
 def test_torch_device_is_the_hpu_device_the_double_owns(load: Load) -> None:
     """hpubench's own device, unpatched; the double keeps tensors there (host data inside)."""
     load()
-    device = HPUAccelerator(3).torch_device()
-    assert device == torch.device("hpu", 3)
+    device = HPUAccelerator(0).torch_device()
+    assert device == torch.device("hpu", 0)
     t = torch.zeros(2, device=device)
     assert t.device == device
     assert (t + 1).device == device and (t + 1).cpu().device == torch.device("cpu")
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         t + torch.ones(2)
+    with pytest.raises(RuntimeError, match="habana active device: 3 != 0"):
+        torch.zeros(2, device=HPUAccelerator(3).torch_device())
 
 
 # ---- memory and timing -----------------------------------------------------------------------------------
-@pytest.mark.parametrize(("name", "limit_gib"), [("GAUDI", 32), ("GAUDI2", 96), ("GAUDI3", 128)])
-def test_memory_stats_keys_and_mapping(load: Load, name: str, limit_gib: int) -> None:
+@pytest.mark.parametrize(("name", "limit_gib"), [("GAUDI", 29.85), ("GAUDI2", 94.62), ("GAUDI3", 126.06)])
+def test_memory_stats_keys_and_mapping(load: Load, name: str, limit_gib: float) -> None:
     load(name=name)
     # Imported here: this file also runs as a script in a subprocess, where tests/ is not on the path.
     from habana_frameworks.torch import hpu
@@ -140,7 +141,7 @@ def test_memory_stats_keys_and_mapping(load: Load, name: str, limit_gib: int) ->
     assert set(stats.raw) == HPU_MEMORY_KEYS
     assert all(isinstance(v, int) for v in stats.raw.values())
     assert stats.source == "hpu.memory_stats"
-    assert stats.limit_bytes == stats.raw["Limit"] == limit_gib * 1024**3
+    assert stats.limit_bytes == stats.raw["Limit"] == int(limit_gib * 1024**3)
     assert stats.in_use_bytes == stats.raw["InUse"] > 0
     assert stats.peak_allocated_bytes == stats.raw["MaxInUse"] >= stats.raw["InUse"]
     assert (stats.num_allocs, stats.num_frees) == (stats.raw["NumAllocs"], stats.raw["NumFrees"])
@@ -221,7 +222,7 @@ def test_eager_never_marks_step_and_has_no_graph_apis(load: Load) -> None:
         assert not hasattr(hpu, api), api
     model = nn.Linear(4, 2)
     with pytest.raises(CellSkipped, match="lazy mode"):
-        acc.graphed_step(lambda m: m, model, (torch.zeros(1, 4),))
+        acc.graph_module(model)
 
 
 def test_lazy_graphed_step_uses_module_cacher(load: Load) -> None:
@@ -244,8 +245,9 @@ def test_lazy_graphed_step_uses_module_cacher(load: Load) -> None:
 
         return step
 
-    step = acc.graphed_step(make_step, model, (torch.zeros(3, 4),))
-    assert seen == [model]  # in place: the model the worker holds is the cached one
+    cached = acc.graph_module(model)  # before any strategy wraps it (C17)
+    step = acc.graphed_step(make_step, cached, (torch.zeros(3, 4),))
+    assert cached is model and seen == [model]  # in place: the model the worker holds is the cached one
     assert ("hpu.ModuleCacher", "max_graphs=10") in core.CALLS
     assert ("hpu.ModuleCacher.__call__", "inplace=True") in core.CALLS
     for _ in range(3):
@@ -329,11 +331,11 @@ def test_prepare_fp8_refuses_when_nothing_aligns(load: Load) -> None:
 def test_hccl_maps_open_mpi_env(load: Load) -> None:
     for var in ("LOCAL_RANK", "WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"):
         os.environ.pop(var, None)
-    load(OMPI_COMM_WORLD_LOCAL_RANK="1", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_RANK="3", RANK="0")
+    load(OMPI_COMM_WORLD_LOCAL_RANK="1", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_RANK="3")
     import habana_frameworks.torch.distributed.hccl  # noqa: F401
 
-    assert (os.environ["LOCAL_RANK"], os.environ["WORLD_SIZE"]) == ("1", "4")
-    assert os.environ["RANK"] == "0"  # already set: left alone
+    # The bridge copies all three when torch's are not all set (C13), then defaults the rendezvous.
+    assert (os.environ["LOCAL_RANK"], os.environ["WORLD_SIZE"], os.environ["RANK"]) == ("1", "4", "3")
     assert (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]) == ("localhost", "12345")
 
 
@@ -349,9 +351,9 @@ def test_hccl_forms_a_real_process_group(load: Load) -> None:
     )
     try:
         assert dist.get_backend() == "hccl"
-        t = torch.tensor([1.0, 2.0])
+        t = torch.tensor([1.0, 2.0], device="hpu")  # hccl takes HPU tensors only (C14)
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
-        torch.testing.assert_close(t, torch.tensor([1.0, 2.0]))
+        torch.testing.assert_close(t.cpu(), torch.tensor([1.0, 2.0]))
     finally:
         dist.destroy_process_group()
     assert ("hccl.create_backend", "rank=0 world_size=1 (gloo underneath)") in core.CALLS
@@ -466,7 +468,7 @@ def test_metrics_api_shape_and_unknown_names(load: Load) -> None:
         pass
 
 
-def test_lazy_graphs_compile_once_per_input_shape_and_only_count_after_the_metric_exists(load: Load) -> None:
+def test_lazy_graphs_compile_once_per_input_shape_counted_from_the_bridge_import(load: Load) -> None:
     core = load(lazy_mode="1")
     model = nn.Linear(4, 2)
 
@@ -474,18 +476,18 @@ def test_lazy_graphs_compile_once_per_input_shape_and_only_count_after_the_metri
         model(torch.randn(rows, 4)).sum().backward()
         core.mark_step()
 
-    step(3)  # compiled before the metrics module exists: the global metric never sees it
+    step(3)  # before anything named the metrics module: the bridge's import started the metric (C19)
     from habana_frameworks.torch.hpu.metrics import metric_global, metric_localcontext
 
     gc = metric_global("graph_compilation")
     step(3)
-    assert dict(gc.stats())["TotalNumber"] == 0  # same shape: the cached graph runs
+    assert dict(gc.stats())["TotalNumber"] == 1  # same shape: the cached graph runs
     with metric_localcontext("graph_compilation") as local:
         step(5)  # a new shape compiles a new graph
         step(5)
     assert dict(local.stats())["TotalNumber"] == 1
     step(7)
-    assert dict(gc.stats())["TotalNumber"] == 2
+    assert dict(gc.stats())["TotalNumber"] == 3
     assert dict(local.stats())["TotalNumber"] == 1  # stopped at the end of its block
 
 

@@ -1,14 +1,18 @@
-"""Every HPU worker path gives its card back before ``os._exit`` (contract C5, issue 12 item 5).
+"""Every HPU worker path ends its process before its card is wanted again (contract C5, issue 12 item 5).
 
-Workers end with ``os._exit``, which skips the bridge's exit-time cleanup; ``Accelerator.release`` runs
-it instead. The double logs that cleanup as ``hpu.cleanup<TAB>pid=N released=True`` when the process
-held the device. Each case runs real cells through the real launcher: a forked child, a spawned
-interpreter, two distributed ranks, and a cell that fails part way.
+1.19 has no Python call that releases a card: ``_hpu_C.cleanup`` (which ``Accelerator.release`` runs,
+since ``os._exit`` skips the bridge's exit handlers) only syncs threads and clears the scalar cache; the
+card is free once the process holding it has exited. So a cell's result must arrive only after its
+processes are gone: each case runs real cells through the real launcher (a forked child, a spawned
+interpreter, two distributed ranks, a cell that fails part way) and asks, right when the result is in,
+which cards the double's box still has held. The double logs the cleanup as ``hpu.cleanup<TAB>pid=N``.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -76,11 +80,22 @@ def _cleanups(calls: Path) -> list[str]:
     return cleanups
 
 
+HELD = "from habana_frameworks import _cards; print(sorted(_cards.held_modules()))"
+
+
+def _held(env: dict[str, str]) -> str:
+    done = subprocess.run([sys.executable, "-c", HELD], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
 def _run(tmp_path: Path, cell: Cell, isolation: str = "fork", files: list[str] | None = None):
     calls = tmp_path / "calls.log"
     store = ResultStore(tmp_path / "run")
-    with Launcher(files, base_env=_env(calls), isolation=isolation) as launcher:
+    env = _env(calls)
+    with Launcher(files, base_env=env, isolation=isolation) as launcher:
         (result,) = launcher.run([PlannedCell(cell)], store, timeout_s=150)
+        assert _held(env) == "[]"  # the cell's processes are gone: no card is held any more
     return result, _cleanups(calls)
 
 
@@ -90,7 +105,7 @@ def test_a_single_device_cell_releases_its_card_before_exiting(tmp_path: Path, i
     cell = Cell("mlp", accelerator="hpu", mode="eager", warmup_steps=1, steps=2)
     result, cleanups = _run(tmp_path, cell, isolation)
     assert result.status == "ok", (result.reason, result.traceback_tail)
-    assert len(cleanups) == 1 and cleanups[0].endswith("released=True"), cleanups
+    assert len(cleanups) == 1, cleanups
 
 
 @pytest.mark.slow
@@ -100,7 +115,7 @@ def test_a_failing_cell_releases_its_card_too(tmp_path: Path) -> None:
     cell = Cell("fails_at_third_step", accelerator="hpu", mode="eager", warmup_steps=1, steps=4)
     result, cleanups = _run(tmp_path, cell, files=[str(plugin)])
     assert result.status == "failed" and "third step" in str(result.reason), result.reason
-    assert len(cleanups) == 1 and cleanups[0].endswith("released=True"), cleanups
+    assert len(cleanups) == 1, cleanups
 
 
 @pytest.mark.slow
@@ -109,4 +124,4 @@ def test_every_rank_of_a_multi_card_cell_releases_its_card(tmp_path: Path) -> No
     result, cleanups = _run(tmp_path, cell)
     assert result.status == "ok", (result.reason, result.traceback_tail)
     pids = {line.split("\t")[1].split()[0] for line in cleanups}
-    assert len(pids) == 2 and all(line.endswith("released=True") for line in cleanups), cleanups
+    assert len(pids) == 2, cleanups

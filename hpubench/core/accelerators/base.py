@@ -47,6 +47,12 @@ class Accelerator(AcceleratorRules, ABC):
     def is_available(cls) -> bool: ...
 
     @classmethod
+    def unavailable_reason(cls) -> str | None:
+        """Why ``is_available`` said no when the framework is installed but refused to load; None when
+        there is nothing more to say than "not available"."""
+        return None
+
+    @classmethod
     @abstractmethod
     def device_count(cls) -> int: ...
 
@@ -64,6 +70,12 @@ class Accelerator(AcceleratorRules, ABC):
     def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
         """Pure: this kind's findings from its ``doctor_facts`` (the shared checks unless overridden)."""
         return device_findings(facts)
+
+    @classmethod
+    def failure_reason(cls, exc: BaseException) -> str | None:
+        """A cell's failure in this device's own words (e.g. its out-of-memory error read as such), or
+        None to keep the exception's text. Pure: reads the exception only."""
+        return None
 
     def memory_available(self) -> tuple[int, bool] | None:
         """Bytes a cell may use on this device and whether its devices share them (CPU ranks share the
@@ -183,6 +195,11 @@ class Accelerator(AcceleratorRules, ABC):
     ) -> StepFn:
         """A training step with graph capture applied (HPU graphs / CUDA graphs)."""
         raise CellSkipped(f"graph capture is not available on {self.name}")
+
+    def graph_module(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The model prepared for graph capture before the strategy wraps it (HPU graphs wrap the module
+        itself; CUDA graphs capture the whole step in ``graphed_step`` and need nothing here)."""
+        return model
 
     def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
         """Model converted for fp8 training and a factory of the fp8 autocast context."""

@@ -26,11 +26,13 @@ from hpubench.core.accelerators.hpu_rules import (
     LAZY_MODE_ENV,
     card_memory,
     cell_refusal,
+    device_oom_reason,
     habana_profile_in_force,
     op_list_env,
     precision_refusal,
     rank_module_env,
     telemetry_module_id,
+    usable_module_count,
     validate_op_list_env,
 )
 from hpubench.core.accelerators.registry import register
@@ -104,8 +106,14 @@ class HPUAccelerator(Accelerator):
         return hpu_device.is_available()
 
     @classmethod
+    def unavailable_reason(cls) -> str | None:
+        return hpu_device.unavailable_reason()
+
+    @classmethod
     def device_count(cls) -> int:
-        return hpu_device.device_count()
+        """The modules this process's cells may use: the bridge counts every module on the host (C15,
+        ``synDeviceGetCount``), so ``HABANA_VISIBLE_MODULES`` narrows it here."""
+        return usable_module_count(hpu_device.device_count(), os.environ)
 
     @classmethod
     def doctor_facts(cls) -> DeviceFacts:
@@ -115,6 +123,11 @@ class HPUAccelerator(Accelerator):
     @classmethod
     def doctor_findings(cls, facts: DeviceFacts) -> list[Finding]:
         return hpu_doctor.findings(facts)
+
+    @classmethod
+    def failure_reason(cls, exc: BaseException) -> str | None:
+        """The bridge's device out-of-memory errors hold no "out of memory" (C8): read them as such."""
+        return device_oom_reason(str(exc))
 
     def device_name(self) -> str:
         return hpu_device.device_name()
@@ -201,8 +214,13 @@ class HPUAccelerator(Accelerator):
         model: torch.nn.Module,
         sample_batch: tuple[torch.Tensor, ...],
     ) -> StepFn:
-        """HPU graphs through ``ModuleCacher`` (``hpu_graphs``); ``sample_batch`` is not needed."""
-        return hpu_graphs.module_cacher_step(make_step, model)
+        """The model already carries its ``ModuleCacher`` (``graph_module``, applied before the strategy
+        wrapped it): the step is the plain one; ``sample_batch`` is not needed."""
+        return make_step(model)
+
+    def graph_module(self, model: torch.nn.Module) -> torch.nn.Module:
+        """HPU graphs through ``ModuleCacher`` (``hpu_graphs.module_cacher``), on the bare model."""
+        return hpu_graphs.module_cacher(model)
 
     def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
         """transformer_engine's ``Linear`` for aligned ``nn.Linear`` layers (``hpu_fp8``)."""

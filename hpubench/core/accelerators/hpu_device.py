@@ -52,12 +52,25 @@ def bridge_loaded() -> bool:
 
 
 # ---- detection -----------------------------------------------------------------------------------------
+_IMPORT_ERROR: list[str] = []  # why the bridge would not load in this process, once it was tried
+
+
 def is_available() -> bool:
-    """Never raises: a machine without the Habana software simply has no HPU."""
+    """Never raises: a machine without the Habana software simply has no HPU. A bridge that is installed
+    but refuses to load (its torch pin, lazy mode on a stock torch: C12; a non-integer
+    ``PT_HPU_LAZY_MODE``: C13) keeps its reason for ``unavailable_reason``."""
     try:
         return bool(hpu_api().is_available())
-    except Exception:
+    except ImportError:
         return False
+    except Exception as exc:
+        _IMPORT_ERROR[:] = [f"{type(exc).__name__}: {exc}"]
+        return False
+
+
+def unavailable_reason() -> str | None:
+    """The bridge's own words when it was installed but would not load here; None otherwise."""
+    return _IMPORT_ERROR[0] if _IMPORT_ERROR else None
 
 
 def device_count() -> int:

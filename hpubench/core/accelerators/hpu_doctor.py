@@ -9,19 +9,26 @@ Versions nobody exposes through Python are read from the kernel driver's sysfs w
 (``/sys/module/habanalabs/version``; the firmware's ``cpucp_ver`` attribute, ``armcp_ver`` on older
 kernels, under ``/sys/class/accel/accel*/device`` or ``/sys/class/habanalabs/hl*``) and are "unknown"
 otherwise: the doctor never guesses a version.
+
+The torch the bridge was built for (its ``required_version.txt``) and whether torch is Habana's build are
+read before detection and without importing the bridge, since its import is what they make fail; the
+rules for them and for the variables the bridge cannot read are in ``hpu_envcheck``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import importlib
+import importlib.metadata
+import importlib.util
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, device_findings
-from hpubench.core.accelerators import hpu_device
+from hpubench.core.accelerators import hpu_device, hpu_envcheck
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.accelerators.hpu_rules import (
     AUTOLOAD_ENV,
@@ -70,6 +77,55 @@ def _read_first(paths: Sequence[str]) -> str:
     return UNKNOWN
 
 
+def _torch_version() -> str | None:
+    """The version the bridge compares (``torch.__version__``), without importing torch here."""
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__version__", None):
+        return str(torch.__version__)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _double_build(facts: dict[str, Any]) -> None:
+    """The test double's stand-ins for ``required_version.txt`` and torch's local label (its knobs)."""
+    double = importlib.import_module("habana_frameworks._double")
+    required = getattr(double, "required_torch_version", None)
+    fork = getattr(double, "torch_is_fork", None)
+    if callable(required):
+        facts["required"] = str(required())
+    if callable(fork):
+        facts["fork"] = bool(fork())
+
+
+def bridge_build_facts() -> dict[str, Any] | None:
+    """The torch the installed bridge was built for and the torch that is here, read without importing
+    the bridge (its import is what fails on a mismatch); None when no bridge is installed."""
+    try:
+        spec = importlib.util.find_spec("habana_frameworks")
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    dirs = [os.path.join(loc, "torch") for loc in locations if os.path.isdir(os.path.join(loc, "torch"))]
+    torch_version = _torch_version()
+    if not dirs or torch_version is None:
+        return None
+    facts: dict[str, Any] = {"torch": torch_version, "required": None, "error": None, "fork": None}
+    path = os.path.join(dirs[0], "required_version.txt")
+    try:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                facts["required"] = f.read()
+        elif getattr(importlib.import_module("habana_frameworks"), "__hpubench_test_double__", False):
+            _double_build(facts)
+        else:
+            facts["error"] = f"{path} does not exist"
+    except Exception as exc:  # unreadable file, broken package: the bridge's import would fail the same way
+        facts["error"] = _one_line(exc)
+    return facts
+
+
 def _hlml_facts() -> dict[str, Any]:
     """Count, names, module ids and memory of every module HLML sees (C10: index is not the module id).
 
@@ -103,6 +159,28 @@ def _hlml_facts() -> dict[str, Any]:
             pyhlml.hlmlShutdown()
 
 
+def _acquire(
+    dev: Accelerator, environ: Mapping[str, str], memory: tuple[tuple[str, int, int], ...]
+) -> tuple[str, tuple[tuple[str, int, int], ...], tuple[tuple[str, str], ...]]:
+    """Acquire a card as a cell would (C5: one another live process holds fails) and read its name and
+    memory. The bridge's ``get_device_name`` acquires too, so a card that cannot be acquired leaves the
+    name unknown ("") and is reported as unavailable, instead of failing every other fact."""
+    mine = f"module {environ[MODULE_ID_ENV]}" if MODULE_ID_ENV in environ else "the first free visible module"
+    try:
+        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
+
+        name = dev.device_name()
+        hpu = hpu_device.hpu_api()
+        torch.zeros(1, device=dev.torch_device()).add_(1)
+        hpu.synchronize()
+        if not memory and hasattr(hpu, "mem_get_info"):
+            free, total = hpu.mem_get_info()
+            memory = ((mine, int(free), int(total)),)
+    except Exception as exc:
+        return "", memory, ((mine, _one_line(exc)),)
+    return name, memory, ()
+
+
 def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
     """Everything doctor reports about Gaudi (``acc_cls``: the HPU accelerator), read in a throw-away child
     (importing the bridge fixes the mode). Call it before anything else in that process imports
@@ -113,6 +191,8 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
     extra: dict[str, Any] = {
         "environ": environ,
         "bridge_loaded_by_import_torch": "torch" in sys.modules and "habana_frameworks.torch" in sys.modules,
+        # Before detection, and without importing the bridge: one that fails its import is still read.
+        "bridge_build": bridge_build_facts(),
     }
     libraries: dict[str, str | None] = {}
     missing: tuple[str, ...] = ()
@@ -153,24 +233,12 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
     versions = dict(dev.software_versions())
     versions["driver"] = _read_first(DRIVER_VERSION_FILES)
     versions["firmware"] = _read_first(FIRMWARE_VERSION_GLOBS)
-    # The bridge's name is the one the matrix rules read (C9); HLML's product names go to the facts.
-    names = (dev.device_name(),) * count
     if hlml is not None:
         extra["hlml_names"] = hlml["names"]
     memory = tuple(hlml["memory"]) if hlml is not None else ()
-    unavailable: tuple[tuple[str, str], ...] = ()
-    mine = f"module {environ[MODULE_ID_ENV]}" if MODULE_ID_ENV in environ else "the first free visible module"
-    try:  # C5: acquiring a card another live process holds fails; a cell would fail the same way
-        import torch  # deferred: accelerator modules stay torch-free at import (base.py)
-
-        hpu = hpu_device.hpu_api()
-        torch.zeros(1, device=dev.torch_device()).add_(1)
-        hpu.synchronize()
-        if not memory and hasattr(hpu, "mem_get_info"):
-            free, total = hpu.mem_get_info()
-            memory = ((mine, int(free), int(total)),)
-    except Exception as exc:
-        unavailable = ((mine, _one_line(exc)),)
+    # The bridge's name is the one the matrix rules read (C9); HLML's product names go to the facts.
+    name, memory, unavailable = _acquire(dev, environ, memory)
+    names = (name,) * count
     return DeviceFacts(
         SECTION,
         True,
@@ -252,7 +320,8 @@ def visible_modules_findings(environ: Mapping[str, str], module_ids: Sequence[in
     for var in (VISIBLE_ENV, MODULE_ID_ENV):
         raw = environ.get(var)
         if raw is None or not raw.strip():
-            if var == VISIBLE_ENV:
+            # Set but blank: the bridge's parse fails on it (hpu_envcheck.module_env_findings says so).
+            if var == VISIBLE_ENV and raw is None:
                 out.append(
                     Finding(
                         SECTION, "visible modules", OK, f"{VISIBLE_ENV} unset: every module ({have_text})"
@@ -302,20 +371,41 @@ def visible_modules_findings(environ: Mapping[str, str], module_ids: Sequence[in
     return out
 
 
+def bridge_build_findings(build: Mapping[str, Any] | None, environ: Mapping[str, str]) -> list[Finding]:
+    """The torch pin and the torch build (``hpu_envcheck``) from ``bridge_build_facts``; none without a
+    bridge."""
+    if not build:
+        return []
+    torch_version = str(build["torch"])
+    found = (
+        hpu_envcheck.torch_pin_finding(build.get("required"), torch_version, build.get("error")),
+        hpu_envcheck.torch_build_finding(torch_version, build.get("fork"), environ.get(LAZY_MODE_ENV)),
+    )
+    return [f for f in found if f is not None]
+
+
 def findings(facts: DeviceFacts) -> list[Finding]:
-    """Every Gaudi finding: the shared device checks, then the bridge's settings."""
+    """Every Gaudi finding: the shared device checks, then the bridge's build and settings."""
     out = device_findings(facts, LIBRARY_FIXES)
     environ: Mapping[str, str] = facts.extra.get("environ", {})
     raw_ids = facts.extra.get("module_ids")
     ids = None if raw_ids is None else [int(i) for i in raw_ids]
+    build = bridge_build_findings(facts.extra.get("bridge_build"), environ)
+    env = hpu_envcheck.env_findings(environ)
     if not facts.present:
         # Settings for a bridge that is not here matter little, but a broken one is still worth saying,
-        # above all when it is why no module is visible (HABANA_VISIBLE_MODULES naming only absent ones).
-        return out + [f for f in visible_modules_findings(environ, ids) if f.level == FAIL]
+        # above all when it is why no module is visible (HABANA_VISIBLE_MODULES naming only absent ones, a
+        # torch the bridge refuses at import, a PT_HPU_LAZY_MODE its import cannot read).
+        visible = [f for f in visible_modules_findings(environ, ids) if f.level == FAIL]
+        return (
+            out
+            + [f for f in build if f.level != OK]
+            + hpu_envcheck.merge_findings(visible, [f for f in env if f.level == FAIL])
+        )
     lazy = facts.extra.get("lazy_in_force")
-    out.append(lazy_mode_finding(environ.get(LAZY_MODE_ENV), None if lazy is None else bool(lazy)))
-    out.append(
-        autoload_finding(environ.get(AUTOLOAD_ENV), bool(facts.extra.get("bridge_loaded_by_import_torch")))
-    )
-    out += visible_modules_findings(environ, ids)
-    return out
+    settings = [
+        lazy_mode_finding(environ.get(LAZY_MODE_ENV), None if lazy is None else bool(lazy)),
+        autoload_finding(environ.get(AUTOLOAD_ENV), bool(facts.extra.get("bridge_loaded_by_import_torch"))),
+        *visible_modules_findings(environ, ids),
+    ]
+    return out + build + hpu_envcheck.merge_findings(settings, env)

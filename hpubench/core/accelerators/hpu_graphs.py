@@ -6,10 +6,8 @@ surface stays one short class. ``habana_frameworks`` is imported only when calle
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hpubench.core.accelerators.base import StepFn
 from hpubench.core.accelerators.hpu_device import hpu_api
 from hpubench.errors import CellSkipped
 from hpubench.measure.compilecount import CompileCounter, Unavailable
@@ -53,9 +51,11 @@ def graph_compilations() -> CompileCounter:
         return Unavailable(BridgeGraphCompilations.name, f"not counted: {type(exc).__name__}: {exc}")
 
 
-def module_cacher_step(make_step: Callable[[torch.nn.Module], StepFn], model: torch.nn.Module) -> StepFn:
+def module_cacher(model: torch.nn.Module) -> torch.nn.Module:
     """HPU graphs the way optimum-habana trains with them: ``ModuleCacher`` wraps the model in place.
 
+    It must see the model itself, before any ``DistributedDataParallel`` wrapping (C17): the bridge
+    refuses a forward that takes ``*args`` (DDP's) at wrap time and a DDP model at its first capture.
     Capture happens on the first training forward, i.e. during the worker's warm-up steps, so capture
     time never leaks into the timed steps; the cacher keys graphs on the shapes it sees.
     """
@@ -66,4 +66,4 @@ def module_cacher_step(make_step: Callable[[torch.nn.Module], StepFn], model: to
             "(the graph APIs exist only in lazy mode, PT_HPU_LAZY_MODE=1)"
         )
     wrapped = cacher_cls(max_graphs=MODULE_CACHER_MAX_GRAPHS)(model=model, inplace=True)
-    return make_step(wrapped if wrapped is not None else model)
+    return wrapped if wrapped is not None else model

@@ -7,9 +7,9 @@ Pure: no torch, no bridge import, so the planner and the doctor can ask them on 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
-from hpubench.analysis import peaks
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 
@@ -104,17 +104,40 @@ def cell_refusal(cell: Cell, device_name: str) -> str | None:
     return None
 
 
-def card_memory(accelerator: str, device_name: str) -> tuple[int, bool] | None:
-    """The card's HBM for its generation (C8: Gaudi 32 GiB, Gaudi2 96, Gaudi3 128), from the name.
+GIB = 1024**3
+# ``memory_stats()["Limit"]``: the bridge allocator's pool, what a cell can use, below the HBM (32 / 96 /
+# 128 GiB). As optimum-habana logs it (bytes / 1024**3, 2 places): Gaudi 29.85 (optimum-habana PR #89),
+# Gaudi2 94.62 (ray's intel_gaudi llama example), Gaudi3 126.06 (Intel Gaudi docs 1.23, IBM Cloud quick
+# start). docs/hpu-contract.md C8.
+USABLE_GIB_BY_GENERATION = {1: 29.85, 2: 94.62, 3: 126.06}
+# The bridge's out-of-memory errors (``device_memory.cpp``; ``device.cpp`` for the workspace): no "out of
+# memory" in either text, so matching that phrase alone misses every Gaudi OOM (C8).
+DEVMEM_FAILED = re.compile(r"MODULE:PT_DEVMEM Allocation failed for size::(\d+)")
+WORKSPACE_FAILED = re.compile(r"MODULE:PT_SYNHELPER workspace Allocation of size ::(\d+) failed")
 
-    Read at detection, which must not acquire a card (C5: the detection child would hold it while the
-    cells start); the usable ``memory_stats()["Limit"]`` is a little less, so only cells that could not
-    fit the whole card are skipped up front. None for a name the peak table does not know.
-    """
-    entry = peaks.entry_for(accelerator, device_name)
-    if entry is None or entry.memory_gb is None:
+
+def card_memory(accelerator: str, device_name: str) -> tuple[int, bool] | None:
+    """What a cell may allocate on one card of this generation: the allocator's usable pool (C8), from
+    the name. Read at detection, which must not acquire a card (C5: the detection child would hold it
+    while the cells start). None for a name of no known generation."""
+    generation = gaudi_generation(device_name)
+    if generation is None:
         return None
-    return int(entry.memory_gb * 1024**3), False
+    return int(USABLE_GIB_BY_GENERATION[generation] * GIB), False
+
+
+def device_oom_reason(text: str) -> str | None:
+    """A cell's failure text read as the bridge's device out-of-memory error, naming the size asked; None
+    when it is not one."""
+    for pattern, what in ((DEVMEM_FAILED, "an allocation"), (WORKSPACE_FAILED, "a workspace")):
+        found = pattern.search(text)
+        if found:
+            size = int(found.group(1))
+            return (
+                f"out of device memory: the card refused {what} of {size} bytes ({size / 2**20:.6g} MiB) "
+                f"[{found.group(0)}]; use a smaller size or batch, more cards, or a lower precision"
+            )
+    return None
 
 
 def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
@@ -132,6 +155,15 @@ def visible_modules(environ: Mapping[str, str]) -> tuple[int, ...]:
             "write e.g. 4,5,6,7 or unset it"
         )
     return ids
+
+
+def usable_module_count(host_count: int, environ: Mapping[str, str]) -> int:
+    """How many modules a run may use: the bridge's count is every module on the host (C15), so a user's
+    ``HABANA_VISIBLE_MODULES`` narrows it (ids beyond the host's count cannot be acquired either)."""
+    visible = visible_modules(environ)
+    if not visible:
+        return host_count
+    return sum(1 for module in visible if module < host_count)
 
 
 def module_for(device_index: int, environ: Mapping[str, str]) -> int:

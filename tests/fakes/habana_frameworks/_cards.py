@@ -1,19 +1,20 @@
-"""The double's box of Gaudi modules: which are visible to a process (C4) and who holds each (C5).
+"""The double's box of Gaudi modules: which a process may take (C4, C12) and who holds each (C5).
 
-- ``HPUBENCH_FAKE_HPU_COUNT`` modules (ids ``0..N-1``) are in the box.
-- ``HABANA_VISIBLE_MODULES`` (comma list of module ids) limits a process to those modules, in that order:
-  ``device_count()`` is how many of them exist.
-- ``HLS_MODULE_ID`` picks the process's module; it must be a visible module. Without it a process gets
-  the first visible module no other process holds.
-- One process per card: the process acquires its module the first time it touches the device
-  (``set_device``, ``synchronize``, memory queries, ``mark_step``, ``Event.record``, an hccl group).
-  The hold is an exclusive ``flock`` on a file per module, in a directory under the system temp dir keyed
-  by where this double lives (each checkout its own box), so it ends when the process exits (``os._exit``
-  and crashes included) or calls ``release()``. Acquiring a module another live process holds raises
-  the bridge-like ``RuntimeError`` ("Device acquire failed").
+- ``HPUBENCH_FAKE_HPU_COUNT`` modules (ids ``0..N-1``) are in the box; ``device_count()`` is all of them,
+  as the bridge's ``synDeviceGetCount`` is: ``HABANA_VISIBLE_MODULES`` does not narrow it (C12).
+- A process acquires one module on its first device use (the bridge's ``device::create``):
+  ``HLS_MODULE_ID`` set: that module (it must be in the box, free, and listed in
+  ``HABANA_VISIBLE_MODULES`` when that is set). If it cannot be had and ``HABANA_VISIBLE_MODULES`` is
+  unset (and the box has at least ``WORLD_SIZE`` modules), the bridge warns "Proceeding without moduleid"
+  and takes any free module instead: a process can end up on another card than it asked for, and the
+  call log says ``card.acquire module=N``. ``HLS_MODULE_ID`` unset: the first free module (among
+  ``HABANA_VISIBLE_MODULES`` when set). Otherwise ``RuntimeError("... Device acquire failed.")``.
+- One process per card: the hold is an exclusive ``flock`` on a file per module, in a directory under
+  the system temp dir keyed by where this double lives (each checkout its own box), so it ends only when
+  the process exits (``os._exit`` and crashes included; a forked child inherits it while it lives).
 
-``held_modules()`` answers "which cards are held, by which pid"; it and ``release()`` are the double's own
-API, not the bridge's.
+``held_modules()`` answers "which cards are held, by which pid"; it and ``release()`` (what process exit
+does, for tests that acquire a card in their own process) are the double's own API, not the bridge's.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from habana_frameworks import _lifecycle
 from habana_frameworks._double import device_count as box_count
 from habana_frameworks._double import record
 
@@ -49,19 +49,28 @@ def box_modules() -> list[int]:
 
 
 def visible_modules() -> list[int]:
-    """The visible module ids in order, as listed (ids not in the box included: acquiring them fails)."""
-    raw = os.environ.get(VISIBLE_ENV, "").strip()
-    if not raw:
-        return box_modules()
-    try:
-        return [int(part) for part in raw.split(",") if part.strip()]
-    except ValueError:
-        raise RuntimeError(f"{VISIBLE_ENV}={raw!r} is not a comma list of module ids") from None
+    """``HABANA_VISIBLE_MODULES`` parsed as the bridge's ``_get_available_modules_from_environ`` does:
+    default ``0,...,7``; more than 8 entries assert; an entry that is not an integer raises ValueError."""
+    raw = os.environ.get(VISIBLE_ENV, ",".join(str(i) for i in range(8)))
+    modules = [int(part) for part in raw.split(",")]
+    assert 0 < len(modules) <= 8, f"{VISIBLE_ENV} does not have valid value."
+    return modules
 
 
 def visible_count() -> int:
+    """Modules of the box this process could take (the double's own question; the bridge has none)."""
     box = set(box_modules())
-    return sum(1 for m in visible_modules() if m in box)
+    if VISIBLE_ENV not in os.environ:
+        return len(box)
+    try:
+        return sum(1 for m in visible_modules() if m in box)
+    except (ValueError, AssertionError):
+        return 0
+
+
+def _world_size() -> int:
+    raw = os.environ.get("WORLD_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or "1"
+    return int(raw)
 
 
 def _lock_path(module: int) -> Path:
@@ -94,36 +103,48 @@ def held_module() -> int | None:
     return module if isinstance(module, int) else None
 
 
+def _first_free(candidates: list[int]) -> tuple[IO[str] | None, int]:
+    for module in candidates:
+        f = _try_lock(module)
+        if f is not None:
+            return f, module
+    return None, -1
+
+
 def acquire() -> int:
     """This process's module, acquiring it on first use; raises RuntimeError as the bridge does."""
     current = held_module()
     if current is not None:
         return current
-    visible = visible_modules()
-    box = set(box_modules())
+    box = box_modules()
+    restricted = VISIBLE_ENV in os.environ
+    allowed = [m for m in visible_modules() if m in box] if restricted else box
     wanted = os.environ.get(MODULE_ENV, "").strip()
+    f, module = None, -1
     if wanted:
-        try:
-            module = int(wanted)
-        except ValueError:
-            raise RuntimeError(f"{ACQUIRE_FAILED} {MODULE_ENV}={wanted!r} is not a module id") from None
-        if module not in visible or module not in box:
-            raise RuntimeError(
-                f"{ACQUIRE_FAILED} {MODULE_ENV}={module} is not one of the visible modules "
-                f"{[m for m in visible if m in box]}"
-            )
-        f = _try_lock(module)
-        if f is None:
-            raise RuntimeError(f"{ACQUIRE_FAILED} module {module} is held by process {_holder(module)}")
-    else:
-        candidates = [m for m in visible if m in box]
-        f, module = None, -1
-        for module in candidates:
+        module = int(wanted)  # the bridge's std::stoul
+        if module in allowed:
             f = _try_lock(module)
-            if f is not None:
-                break
         if f is None:
-            raise RuntimeError(f"{ACQUIRE_FAILED} no free module among the visible modules {candidates}")
+            why = (
+                f"module {module} is held by process {_holder(module)}"
+                if module in allowed
+                else (
+                    f"module {module} is not in the box {box}"
+                    + (f" or not among {VISIBLE_ENV}" if restricted else "")
+                )
+            )
+            if restricted or len(box) < _world_size():
+                raise RuntimeError(f"{ACQUIRE_FAILED} {MODULE_ENV}={module}: {why}")
+            record(
+                "bridge.warn",
+                f"Device acquire failed for hls_mod_id: {module} ({why}). Proceeding without moduleid.",
+            )
+            f, module = _first_free(box)
+    else:
+        f, module = _first_free(allowed)
+    if f is None:
+        raise RuntimeError(f"{ACQUIRE_FAILED} no free module among {allowed}")
     _held.update(module=module, file=f)
     record("card.acquire", f"module={module}")
     return module
@@ -154,8 +175,3 @@ def held_modules() -> dict[int, str]:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
     return out
-
-
-# The bridge's cleanup (``_hpu_C.cleanup``, what hpubench's ``Accelerator.release`` calls before its
-# workers' ``os._exit``) gives the card back before the process ends.
-_lifecycle.on_release(release)

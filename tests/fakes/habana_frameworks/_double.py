@@ -5,6 +5,12 @@ Knobs, all namespaced so they can never collide with real Habana variables:
 - ``HPUBENCH_FAKE_HPU_COUNT``: how many devices there are (default 8; 0 = none).
 - ``HPUBENCH_FAKE_HPU_CALL_LOG``: a file every API call appends ``name<TAB>detail`` to, so tests in
   another process (a worker) can assert which calls happened and in which order.
+- ``HPUBENCH_FAKE_HPU_REQUIRED_TORCH``: the torch major.minor the bridge was built for (its
+  ``required_version.txt``); default: the installed torch's, as a matching install has it.
+- ``HPUBENCH_FAKE_HPU_TORCH_BUILD``: ``fork`` (default: the installed torch stands in for Habana's torch
+  build) or ``stock`` (a torch from PyPI, which the bridge refuses in lazy mode).
+- ``HPUBENCH_FAKE_HPU_COMPILE_MS``: what one graph compilation costs, in milliseconds of the calling
+  thread (default 20), so a compilation inside a measured window slows it as on a Gaudi.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+import time
 from types import ModuleType
 from typing import Any
 
@@ -26,8 +33,18 @@ COUNT_ENV = "HPUBENCH_FAKE_HPU_COUNT"
 CALL_LOG_ENV = "HPUBENCH_FAKE_HPU_CALL_LOG"
 
 GIB = 1024**3
-# HBM per module: Gaudi 32 GiB, Gaudi2 96 GiB, Gaudi3 128 GiB.
-LIMIT_BYTES_BY_GENERATION = {"GAUDI3": 128 * GIB, "GAUDI2": 96 * GIB, "GAUDI": 32 * GIB}
+# memory_stats()["Limit"]: the allocator's pool, below the HBM (32 / 96 / 128 GiB). As logged by
+# optimum-habana (``total_memory_available (GB)``, bytes / 1024**3 rounded to 2 places): Gaudi 29.85
+# (optimum-habana PR #89), Gaudi2 94.62 (ray's intel_gaudi llama example), Gaudi3 126.06 (Intel Gaudi
+# docs 1.23, IBM Cloud quick start). docs/hpu-contract.md C8.
+LIMIT_BYTES_BY_GENERATION = {
+    "GAUDI3": int(126.06 * GIB),
+    "GAUDI2": int(94.62 * GIB),
+    "GAUDI": int(29.85 * GIB),
+}
+REQUIRED_TORCH_ENV = "HPUBENCH_FAKE_HPU_REQUIRED_TORCH"
+TORCH_BUILD_ENV = "HPUBENCH_FAKE_HPU_TORCH_BUILD"
+COMPILE_MS_ENV = "HPUBENCH_FAKE_HPU_COMPILE_MS"
 
 # Every API call of this process, in order: (name, detail). Re-exported as core.CALLS.
 CALLS: list[tuple[str, str]] = []
@@ -56,6 +73,38 @@ def device_count() -> int:
     if count < 0:
         raise ValueError(f"{COUNT_ENV}={raw!r} must be >= 0")
     return count
+
+
+def torch_version() -> str:
+    """The running torch's version, from its metadata (the double must not import torch to say it)."""
+    from importlib import metadata
+
+    return metadata.version("torch")
+
+
+def required_torch_version() -> str:
+    """The torch major.minor this bridge was built for (the real one's ``required_version.txt``)."""
+    raw = os.environ.get(REQUIRED_TORCH_ENV)
+    if raw:
+        return raw.strip()
+    major, minor = torch_version().split(".")[:2]
+    return f"{major}.{minor}"
+
+
+def torch_is_fork() -> bool:
+    """Whether the running torch counts as Habana's build (the bridge: local label starting "git")."""
+    raw = os.environ.get(TORCH_BUILD_ENV, "fork")
+    if raw not in ("fork", "stock"):
+        raise ValueError(f"{TORCH_BUILD_ENV}={raw!r} must be fork or stock")
+    return raw == "fork"
+
+
+def compile_cost_s() -> float:
+    raw = os.environ.get(COMPILE_MS_ENV, "20")
+    try:
+        return max(0.0, float(raw)) / 1000.0
+    except ValueError:
+        raise ValueError(f"{COMPILE_MS_ENV}={raw!r} is not a number of milliseconds") from None
 
 
 def is_first_generation() -> bool:
@@ -128,32 +177,57 @@ def unsubscribe(kind: str, callback: Any) -> None:
         _SUBSCRIBERS[kind].remove(callback)
 
 
-def emit_graph_compilation(recipe: str, duration_us: int = 0) -> None:
-    """One graph compiled (hpu-api.md C7): what every graph path of the double calls."""
+def emit_graph_compilation(recipe: str) -> None:
+    """One graph compiled (C7): what every graph path of the double calls. It costs the calling thread
+    ``compile_cost_s()`` of busy time (C15: a compilation in a measured window slows it, as on a
+    Gaudi) and reports that time in microseconds, as the bridge's ``TotalTime`` does."""
     record("graph_compilation", recipe)
+    t0 = time.perf_counter()
+    deadline = t0 + compile_cost_s()
+    while time.perf_counter() < deadline:
+        pass
+    duration_us = int((time.perf_counter() - t0) * 1e6)
     for callback in list(_SUBSCRIBERS.get("graph_compilation", [])):
         callback({"duration": duration_us, "recipe": recipe})
 
 
 class LazyGraphs:
     """Lazy mode's graph cache, modelled on what the double can see: the input shapes of every module call
-    since the last ``mark_step``. ``mark_step`` compiles the accumulated graph when that signature is new
-    (C7: an input shape change compiles a new graph), and runs the cached one otherwise."""
+    since the last step marker. A step marker compiles the accumulated graph when its signature is new
+    (C7: an input shape change compiles a new graph) and runs the cached one otherwise.
+
+    ``mark_step`` is one step marker; ``hpu.synchronize()`` and ``Event.record()`` run one too (C14), which
+    cuts a step's graph where they stand: the part before them is a graph of its own (its signature says
+    what cut it), so a sync inside a step compiles graphs a step without it never needs.
+    """
 
     def __init__(self) -> None:
         self.pending: list[tuple[Any, ...]] = []
         self.seen: set[tuple[Any, ...]] = set()
+        self.capturing = False  # an HPU graph capture is open until the next mark_step (C16)
 
     def note_call(self, module: Any, args: tuple[Any, ...]) -> None:
+        """A module call on the device joins the pending graph (one on the host or on meta does not)."""
+        if not any(getattr(getattr(a, "device", None), "type", None) == "hpu" for a in args):
+            return
         shapes = tuple(tuple(a.shape) for a in args if hasattr(a, "shape"))
         self.pending.append((type(module).__name__, shapes))
 
-    def mark_step(self) -> None:
-        signature = tuple(self.pending)
+    def step_marker(self, cause: str) -> None:
+        """Run what accumulated since the last step marker (compiling it first if new); none is free."""
+        if cause == "mark_step":
+            self.capturing = False
+        if not self.pending:
+            return
+        signature = (cause, tuple(self.pending))
         self.pending.clear()
+        record("lazy.step_marker", cause)
         if signature not in self.seen:
             self.seen.add(signature)
             emit_graph_compilation(f"lazy_graph_{len(self.seen)}")
+
+    def mark_step(self) -> None:
+        self.step_marker("mark_step")
 
 
 LAZY_GRAPHS = LazyGraphs()

@@ -1,38 +1,39 @@
-"""Running out of device memory (contract C8) and precisions a generation lacks (C9).
+"""Running out of device memory (contract C8).
 
 The double's "HBM" is host memory, so an allocation cannot be refused when it happens: the resident set
-is checked against ``memory_stats()["Limit"]`` where the bridge would have run the work (``synchronize``,
-``mark_step``), and beyond it the bridge-like out-of-memory ``RuntimeError`` is raised there.
+is checked against ``memory_stats()["Limit"]`` (the allocator's pool, below the HBM) where the bridge would
+have run the work (``synchronize``, ``mark_step``). Beyond it the bridge's own error is raised, a
+``RuntimeError`` from ``device_memory.cpp`` whose text names the allocation that failed and holds no
+"out of memory": ``[Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::N (M)MB``
+(the rank from ``RANK``, default 0; M in C++'s default float format). The size the double names is what
+the process grew by since the last sample that fitted.
 
-fp16 autocast on a first-generation Gaudi is refused when the autocast is entered (``torch.autocast``
-is replaced, only in a process whose device is first-generation when the bridge loads).
+First-generation Gaudi refuses float16 at the first float16 tensor (``_tensor.on_device``), not when an
+autocast is entered.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
-import torch
+from habana_frameworks._double import MEMORY, device_name, limit_bytes, record
 
-from habana_frameworks._double import MEMORY, device_name, is_first_generation, limit_bytes, record
+_state = {"fitted": 0}
 
-OOM = "out of memory: HPU device allocation failed"
-_AUTOCAST = torch.amp.autocast_mode.autocast
+
+def devmem_error(size: int) -> str:
+    rank = os.environ.get("RANK", "0")
+    return (
+        f"[Rank:{rank}] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::{size} "
+        f"({size / (1024 * 1024):.6g})MB"
+    )
 
 
 def check_fits() -> None:
     in_use, limit = MEMORY.sample(), limit_bytes()
-    if in_use > limit:
-        record("hbm.oom", f"in_use={in_use} limit={limit}")
-        raise RuntimeError(f"{OOM}: {in_use} bytes in use, the card has {limit} ({device_name()})")
-
-
-class _FirstGenAutocast(_AUTOCAST):  # type: ignore[misc]
-    def __init__(self, device_type: str, dtype: Any = None, *args: Any, **kwargs: Any) -> None:
-        if device_type == "hpu" and dtype == torch.float16 and is_first_generation():
-            raise RuntimeError(f"float16 is not supported on {device_name()}: use bfloat16")
-        super().__init__(device_type, dtype, *args, **kwargs)
-
-
-def install() -> None:
-    torch.autocast = _FirstGenAutocast if is_first_generation() else _AUTOCAST  # type: ignore[misc]
+    if in_use <= limit:
+        _state["fitted"] = in_use
+        return
+    size = max(in_use - _state["fitted"], in_use - limit)
+    record("hbm.oom", f"in_use={in_use} limit={limit} size={size} ({device_name()})")
+    raise RuntimeError(devmem_error(size))

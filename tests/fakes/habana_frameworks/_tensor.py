@@ -17,12 +17,16 @@ label or a buffer fails in tests as it would on a Gaudi.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.nn.attention import SDPBackend
 from torch.utils._python_dispatch import return_and_correct_aliasing
 from torch.utils._pytree import tree_flatten, tree_map
+
+from habana_frameworks import _double
 
 MIXED_DEVICES = "Expected all tensors to be on the same device, but found at least two devices, {} and {}!"
 CPU = torch.device("cpu")
@@ -38,8 +42,86 @@ def set_current_index(index: int) -> None:
 
 
 def _hpu_device(device: Any) -> torch.device:
+    """One device per process (C12): the bridge's device guard refuses any index but 0."""
     dev = torch.device(device) if device is not None else torch.device("hpu")
+    if dev.index not in (None, 0):
+        raise RuntimeError(f"habana active device: {dev.index} != 0")
     return dev if dev.index is not None else torch.device("hpu", _current_index)
+
+
+def on_device(host: torch.Tensor) -> torch.Tensor:
+    """What the card can hold of ``host`` (C13, ``tensor_utils.cpp`` ``is_supported_type``): complex is
+    refused, float16 on first-generation Gaudi too; float64 is stored as float32 (the tensor still says
+    float64, its values carry float32's precision), and values beyond float32's range are refused."""
+    dtype = host.dtype
+    if dtype.is_complex:
+        raise RuntimeError("Complex datatype is not supported on HPU device.")
+    if dtype == torch.float16 and _double.is_first_generation():
+        raise RuntimeError("float16/half is not supported on Gaudi.")
+    if dtype == torch.float64 and host.numel() and not _in_fake_mode():
+        finite = host[torch.isfinite(host)]
+        limit = torch.finfo(torch.float32).max
+        if finite.numel() and finite.abs().max().item() > limit:
+            lo, hi = finite.min().item(), finite.max().item()
+            raise RuntimeError(
+                f"Error when trying to cast Double to Float, Input values range [{lo}, {hi}] exceeds "
+                f"Float range [{-limit}, {limit}]"
+            )
+        host.copy_(host.to(torch.float32))
+    return host
+
+
+def _in_fake_mode() -> bool:
+    return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None
+
+
+_AUTOCAST = torch.amp.autocast_mode.autocast
+_fp16_autocast_depth = [0]  # open torch.autocast(device_type="hpu", dtype=float16) blocks
+
+
+class _WatchedAutocast(_AUTOCAST):  # type: ignore[misc]
+    """torch.autocast that notes an open fp16 HPU autocast: autocast's state is not readable inside
+    ``__torch_dispatch__`` (the keys above Python are excluded there)."""
+
+    def __enter__(self) -> Any:
+        self._hpu_fp16 = self.device == "hpu" and self.fast_dtype == torch.float16 and self._enabled
+        _fp16_autocast_depth[0] += int(self._hpu_fp16)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        _fp16_autocast_depth[0] -= int(getattr(self, "_hpu_fp16", False))
+        return super().__exit__(*exc)
+
+
+def _refuse_fp16_autocast_on_first_generation() -> None:
+    """First-generation Gaudi refuses the first float16 tensor, which fp16 autocast makes at its first
+    lowered op (the double lowers nothing, so it refuses at the first op under that autocast)."""
+    if _fp16_autocast_depth[0] > 0 and _double.is_first_generation():
+        raise RuntimeError("float16/half is not supported on Gaudi.")
+
+
+def _collective(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A c10d op on HPU tensors: refused while an HPU graph capture is open (C16, lazy mode without lazy
+    collectives), else run on the host tensors through the group's host twin (gloo)."""
+    hccl = sys.modules.get("habana_frameworks.torch.distributed.hccl")
+    core = sys.modules.get("habana_frameworks.torch.core")
+    lazy = bool(getattr(core, "_LAZY", False))
+    if _double.LAZY_GRAPHS.capturing and lazy and not getattr(hccl, "LAZY_COLLECTIVES", False):
+        raise RuntimeError("collective nonSFG is not supported during hpu graph capturing")
+    _double.record("hccl.collective", str(func))
+
+    def swap(x: Any) -> Any:
+        if isinstance(x, dist.ProcessGroup) and hccl is not None:
+            return hccl.host_group(x)
+        if isinstance(x, torch.ScriptObject) and hccl is not None and "ProcessGroup" in str(x._type()):
+            return hccl.host_group(dist.ProcessGroup.unbox(x)).boxed()  # the group, as the op boxes it
+        return _host_of(x)
+
+    out = func(*tree_map(swap, args), **tree_map(swap, kwargs))
+    # The op's tensor results alias its inputs (the host tensors inside the HPU tensors): hand back the
+    # inputs' HPU wrappers, whose contents the collective wrote.
+    hosts = {id(_host_of(x)): x for x in tree_flatten((args, kwargs))[0] if is_hpu_tensor(x)}
+    return tree_map(lambda t: hosts.get(id(t), t) if isinstance(t, torch.Tensor) else t, out)
 
 
 def is_hpu_tensor(x: Any) -> bool:
@@ -100,13 +182,18 @@ class HPUTensor(torch.Tensor):
             kwargs = {**kwargs, "device": CPU}
         if func not in _COPY_OPS:
             _refuse_mixed(func, flat, hpu_devices)
+        _refuse_fp16_autocast_on_first_generation()
+        if func.namespace == "c10d":
+            return _collective(func, args, kwargs)
         out = func(*_to_host(args), **_to_host(kwargs))
         if func is torch.ops.aten.copy_.default:
+            if is_hpu_tensor(args[0]):
+                on_device(args[0].host)
             return args[0]  # copies in place into the destination, whichever side it is on
         if target is not None and target.type == "cpu":
             return out
         device = _hpu_device(target) if target is not None else min(hpu_devices, key=str)
-        wrapped = tree_map(lambda t: HPUTensor(t, device) if _is_host(t) else t, out)
+        wrapped = tree_map(lambda t: HPUTensor(on_device(t), device) if _is_host(t) else t, out)
         return return_and_correct_aliasing(func, args, kwargs, wrapped)
 
 
@@ -148,19 +235,21 @@ def _empty(
     memory_format: Any = None,
 ) -> HPUTensor:
     host = torch.empty(size, dtype=dtype, memory_format=memory_format or torch.contiguous_format)
-    return HPUTensor(host, _hpu_device(device))
+    return HPUTensor(on_device(host), _hpu_device(device))
 
 
 def _empty_strided(
     size: Any, stride: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None
 ) -> HPUTensor:
-    return HPUTensor(torch.empty_strided(size, stride, dtype=dtype), _hpu_device(device))
+    return HPUTensor(on_device(torch.empty_strided(size, stride, dtype=dtype)), _hpu_device(device))
 
 
 def _copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     """Copies that reach the HPU kernel directly (torch's own constructors, e.g. ``torch.tensor(data,
     device="hpu")``, run with the Python dispatch key off)."""
     (dst.host if is_hpu_tensor(dst) else dst).copy_(src.host if is_hpu_tensor(src) else src)
+    if is_hpu_tensor(dst):
+        on_device(dst.host)
     return dst
 
 
@@ -172,6 +261,7 @@ def _fused_sdp_choice(*args: Any, **kwargs: Any) -> int:
 
 def install() -> None:
     """Register the HPU kernels; a re-imported double replaces its predecessor's registration."""
+    torch.autocast = _WatchedAutocast  # type: ignore[misc]
     previous = getattr(torch, _LIB_ATTR, None)
     for registration in previous or ():
         registration._destroy()

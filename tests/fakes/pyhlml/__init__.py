@@ -10,12 +10,21 @@ its own power: module ``m`` ripples around the base plus ``m`` x ``MODULE_STEP_W
 Handles are per device index, and the index is not the module id (contract C10): index ``i`` is module
 ``(i + 1) % count``, which ``hlmlDeviceGetModuleID(handle)`` (the inferred name of the query) tells.
 
+Library lifetime, as habana-pyhlml 1.24.2.481's ``pyhlml/main.py`` (issue 31, fact 13): the module holds
+``_hlmlOBJ = None`` until ``hlmlInit`` loads libhlml.so, and every call starts with
+``_hlmlOBJ.get_func_ptr(...)``, so any call before ``hlmlInit`` (``hlmlShutdown`` included), or after an
+``hlmlInit`` that could not load the library, raises ``AttributeError: 'NoneType' object has no attribute
+'get_func_ptr'``, not ``HLMLError``. ``hlmlInit`` first makes the ``HLMLError_<CapWords>`` subclasses
+(``hlml_error.ErrorsAsClass``). ``hlmlShutdown`` keeps ``_hlmlOBJ``; what libhlml answers to a call after
+it is not known from the wrapper's source, and the double keeps raising ``HLMLError`` there (unverified).
+
 Knobs (environment, read at call time):
 - ``HPUBENCH_FAKE_HLML_RELEASE`` (default ``1.24.2``): ``hlmlDeviceGetUtilizationRates`` returns a struct
   with ``.aip`` and ``.memory`` from 1.24 on, a plain int before.
 - ``HPUBENCH_FAKE_HLML_POWER_W``: the base power in watts.
 - ``HPUBENCH_FAKE_HLML_FAIL``: comma-separated calls that raise ``HLMLError``: ``init`` (as when
-  libhlml.so is missing), ``power``, ``energy``, ``utilization``, ``temperature``.
+  libhlml.so is missing: ``HLMLError_Uninitialized``, and "Failed to load libhlml" on stdout),
+  ``power``, ``energy``, ``utilization``, ``temperature`` (``HLMLError_NotSupported``).
 - ``HPUBENCH_FAKE_HPU_COUNT`` / ``HPUBENCH_FAKE_HPU_NAME``: shared with the habana_frameworks double.
 - ``HPUBENCH_FAKE_HPU_CALL_LOG``: every call appends ``hlml.<name><TAB><detail>`` to this file.
 - ``HPUBENCH_FAKE_HLML_ENERGY_CPU_MS``: each read of the energy counter burns this much of its thread's CPU
@@ -34,6 +43,7 @@ from pyhlml.hlml_error import (
     HLML_ERROR_INVALID_ARGUMENT,
     HLML_ERROR_NOT_SUPPORTED,
     HLML_ERROR_UNINITIALIZED,
+    ErrorsAsClass,
     HLMLError,
 )
 
@@ -56,6 +66,22 @@ HBM_BYTES = {"GAUDI3": 128 * GIB, "GAUDI2": 96 * GIB, "GAUDI": 32 * GIB}
 TEMPERATURE_SENSORS = range(6)
 
 _state: dict[str, Any] = {"init": False, "t0": time.monotonic()}
+
+
+class _LibHLML:
+    """Stands for ``pyhlml.hlml_lib.LibHLML``: the loaded libhlml.so, which ``hlmlInit`` makes."""
+
+    def __init__(self) -> None:
+        if _fails("init"):  # hlml_lib.py: CDLL("/usr/lib/habanalabs/libhlml.so") failed
+            print("Failed to load libhlml")
+            raise HLMLError(HLML_ERROR_UNINITIALIZED)
+        self.ref_count = 0
+
+    def get_func_ptr(self, name: str) -> str:
+        return name
+
+
+_hlmlOBJ: _LibHLML | None = None  # pyhlml.main's: None until an hlmlInit loads the library
 
 
 class c_hlml_utilization(ctypes.Structure):
@@ -111,10 +137,17 @@ def _base_w(module: int = 0) -> float:
     return float(os.environ.get(POWER_ENV, "420")) + MODULE_STEP_W * module
 
 
-def _check(handle: Any, call: str) -> None:
-    _log(call, repr(handle))
+def _enter(call: str, detail: str = "") -> None:
+    """What starts every call: before any hlmlInit loaded the library ``_hlmlOBJ`` is None and this raises
+    the real wrapper's AttributeError; after hlmlShutdown, HLMLError (what libhlml answers: unverified)."""
+    _log(call, detail)
+    _hlmlOBJ.get_func_ptr(call)  # type: ignore[union-attr]  # None before hlmlInit: AttributeError
     if not _state["init"]:
         raise HLMLError(HLML_ERROR_UNINITIALIZED)
+
+
+def _check(handle: Any, call: str) -> None:
+    _enter(call, repr(handle))
     if not isinstance(handle, _Handle):
         raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
     if _fails(call):
@@ -137,31 +170,31 @@ def _energy_j(t: float, module: int) -> float:
 
 # ---- library lifetime ----------------------------------------------------------------------------------
 def hlmlInit() -> None:
+    """Makes the error subclasses, then loads the library: without libhlml.so ``HLMLError_Uninitialized``
+    and ``_hlmlOBJ`` stays as it was (None on a first try)."""
+    global _hlmlOBJ
     _log("hlmlInit")
-    if _fails("init"):
-        raise HLMLError(HLML_ERROR_UNINITIALIZED)  # what the real wrapper raises without libhlml.so
+    ErrorsAsClass()
+    _hlmlOBJ = _LibHLML()
+    _hlmlOBJ.ref_count += 1
     _state["init"] = True
 
 
 def hlmlShutdown() -> None:
-    _log("hlmlShutdown")
-    if not _state["init"]:
-        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    """Shuts the library down but keeps ``_hlmlOBJ`` (as the real wrapper does)."""
+    _enter("hlmlShutdown")
+    _hlmlOBJ.ref_count = 0  # type: ignore[union-attr]  # _enter raised where it is None
     _state["init"] = False
 
 
 # ---- devices -------------------------------------------------------------------------------------------
 def hlmlDeviceGetCount() -> int:
-    _log("hlmlDeviceGetCount")
-    if not _state["init"]:
-        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    _enter("hlmlDeviceGetCount")
     return _count()
 
 
 def hlmlDeviceGetHandleByIndex(index: int) -> _Handle:
-    _log("hlmlDeviceGetHandleByIndex", str(index))
-    if not _state["init"]:
-        raise HLMLError(HLML_ERROR_UNINITIALIZED)
+    _enter("hlmlDeviceGetHandleByIndex", str(index))
     if not 0 <= int(index) < _count():
         raise HLMLError(HLML_ERROR_INVALID_ARGUMENT)
     return _Handle(int(index), module_of_index(int(index), _count()))

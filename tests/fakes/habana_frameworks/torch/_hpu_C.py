@@ -1,7 +1,8 @@
-"""Double of the bridge's ``habana_frameworks.torch._hpu_C``: only ``cleanup``, the exit-time release.
+"""Double of the bridge's ``habana_frameworks.torch._hpu_C``: only ``cleanup``.
 
-The bridge registers ``_hpu_C.cleanup`` with ``atexit``, so a process ending with ``os._exit`` skips it;
-calling it before ``os._exit`` gives the device back (contract C5). See ``habana_frameworks._lifecycle``.
+In 1.19 ``cleanup`` syncs the lazy accumulation threads and clears the scalar cache
+(``hpu/csrc/bindings.cpp``): it does not release the card, which stays held until the process exits
+(contract C5). See ``habana_frameworks._lifecycle``.
 """
 
 from __future__ import annotations
@@ -13,5 +14,5 @@ from habana_frameworks._double import record
 
 
 def cleanup() -> None:
-    held = _lifecycle.release()
-    record("hpu.cleanup", f"pid={os.getpid()} released={held}")
+    record("hpu.cleanup", f"pid={os.getpid()}")
+    _lifecycle.cleanup()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from habana_frameworks import _cards, _generator, _hbm, _runtime, _tensor
+from habana_frameworks import _cards, _double, _generator, _hbm, _runtime, _tensor
 from habana_frameworks._double import CALLS, LAZY_GRAPHS, provide_compile_backend, record
 
 __all__ = ["CALLS", "is_lazy", "mark_step"]
@@ -35,8 +35,8 @@ def is_lazy() -> bool:
 def mark_step(device_str: str = "", sync: bool = False) -> None:
     """In lazy mode the real call runs the accumulated graph; here ops already ran eagerly on the host."""
     record("core.mark_step", "lazy" if _LAZY else "eager (no-op)")
-    _cards.acquire()
     if _LAZY:
+        _cards.acquire()
         LAZY_GRAPHS.mark_step()
         _hbm.check_fits()
 
@@ -48,11 +48,8 @@ def _register_torch_hpu() -> None:
 
     from habana_frameworks.torch import hpu
 
-    try:
-        count = _cards.visible_count()
-    except Exception:  # a bad HABANA_VISIBLE_MODULES fails at device use, with the bridge's message
-        count = 0
-    _runtime.load(count)
+    # One device per process (C12): the bridge's device guard counts 1 and refuses any other index.
+    _runtime.load(1 if _double.device_count() > 0 else 0)
     _tensor.install()
 
     try:
@@ -86,6 +83,5 @@ def _watch_lazy_graphs() -> None:
 record("core.import", f"PT_HPU_LAZY_MODE={_LAZY_MODE_RAW} lazy={_LAZY}")
 _register_torch_hpu()
 _generator.install()  # C1: the bridge's torch refuses a Generator on the HPU device
-_hbm.install()  # C9: no float16 autocast on first-generation Gaudi
 _watch_lazy_graphs()
 provide_compile_backend()

@@ -7,18 +7,17 @@ for them sees exactly what it would see on a Gaudi in eager mode.
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
+import os
 import time
-from collections.abc import Callable, Iterator
+import warnings
 from typing import Any
 
-from habana_frameworks import _cards, _double, _hbm, _runtime, _tensor
+from habana_frameworks import _cards, _double, _hbm
 from habana_frameworks._double import MEMORY, record
 from habana_frameworks.torch import core as _core
 
 _current_device = 0
+_device_count: int | None = None  # the bridge caches it per process
 
 
 def _index(device: Any) -> int:
@@ -30,92 +29,148 @@ def _index(device: Any) -> int:
     return int(text.split(":", 1)[1]) if ":" in text else _current_device
 
 
+def _init(name: str, detail: str = "") -> None:
+    """``hpu.init()``, which the bridge's Python layer runs before a device call: acquires the card."""
+    record(name, detail)
+    _cards.acquire()
+
+
+def _check_index(device: Any) -> None:
+    """The bridge checks an index against the host-wide count after acquiring, and otherwise ignores it
+    (one device per process: "We don't support index addresed device", ``bindings.cpp``)."""
+    index = _index(device)
+    if index < 0 or index >= device_count():
+        raise AssertionError("Invalid device id")
+
+
 # ---- detection ----------------------------------------------------------------------------------------
 def is_available() -> bool:
+    """Never raises; opens a Synapse session (C3: detection counts as activity)."""
     record("hpu.is_available")
-    try:
-        return _cards.visible_count() > 0
-    except Exception:
-        return False
+    return _double.device_count() > 0
 
 
 def device_count() -> int:
-    """The visible modules that exist (C4: ``HABANA_VISIBLE_MODULES``, else the whole box)."""
+    """Every module of the box, cached (C12: ``synDeviceGetCount``; ``HABANA_VISIBLE_MODULES`` does not
+    narrow it)."""
+    global _device_count
     record("hpu.device_count")
-    return _cards.visible_count()
+    if _device_count is None:
+        _device_count = _double.device_count()
+    return _device_count
 
 
 def get_device_name(device: Any = None) -> str:
-    record("hpu.get_device_name", "" if device is None else str(device))
+    if _double.device_count() == 0:
+        warnings.warn("Device not available", stacklevel=2)
+        return ""
+    _init("hpu.get_device_name", "" if device is None else str(device))
+    _check_index(device)
     return _double.device_name()
 
 
 def current_device() -> int:
-    record("hpu.current_device")
-    return _current_device
+    _init("hpu.current_device")
+    return 0
 
 
 def set_device(device: Any) -> None:
+    """The bridge's ``set_device``: it acquires nothing, it picks ``HLS_MODULE_ID`` (C12). With
+    ``HLS_MODULE_ID`` already set the index is ignored and the process stays on that module; with neither
+    variable and fewer than 8 modules only index 0 is accepted."""
     global _current_device
     index = _index(device)
     record("hpu.set_device", str(index))
-    count = _cards.visible_count()
-    if not 0 <= index < count:
-        raise RuntimeError(f"invalid HPU device index {index}: {count} device(s) present")
-    _cards.acquire()
+    available = _cards.visible_modules()
+    if index not in available and index > len(available):
+        raise AssertionError(f"Trying to open device with idx={index} when only {available} are avaliable)")
+    raw = os.environ.get(_cards.MODULE_ENV, "")
+    current = int(raw) if raw else -1
+    if current >= 0:
+        for position in range(device_count()):
+            if available[position] == current:
+                index = position
+                break
+        assert available[index] == current, (
+            f"Requested module_id={available[index]} is different from current_module_id={current} which "
+            "was previously set."
+        )
+    if current == -1 and _cards.VISIBLE_ENV not in os.environ and device_count() < 8:
+        assert index == 0, f"As {_cards.VISIBLE_ENV} is not provided, the only supported device idx is 0."
+    else:
+        os.environ[_cards.MODULE_ENV] = str(available[index])
     _current_device = index
-    _tensor.set_current_index(index)
-    _runtime.set_current_device(index)
 
 
 def _lazy_init() -> None:
     """What torch calls before it makes the first tensor on ``"hpu"`` in this process: initialises the
-    device (contract C3: refused in a child forked after the parent initialised it)."""
-    record("hpu._lazy_init")
+    device and acquires the card (contract C3: refused in a child forked after the parent initialised)."""
+    _init("hpu._lazy_init")
 
 
 def synchronize(device: Any = None) -> None:
-    record("hpu.synchronize")
-    _cards.acquire()
+    """Runs a step marker first, in lazy mode (C14: ``bindings.cpp`` "synchronous step marker")."""
+    _init("hpu.synchronize")
+    if _core._LAZY:
+        _double.LAZY_GRAPHS.step_marker("synchronize")
     _hbm.check_fits()
 
 
 # ---- memory -------------------------------------------------------------------------------------------
 def memory_stats(device: Any = None) -> dict[str, int]:
-    record("hpu.memory_stats")
-    _cards.acquire()
+    _init("hpu.memory_stats")
+    _check_index(device)
     return MEMORY.stats()
 
 
 def memory_allocated(device: Any = None) -> int:
-    record("hpu.memory_allocated")
-    _cards.acquire()
+    _init("hpu.memory_allocated")
+    _check_index(device)
     return MEMORY.stats()["InUse"]
 
 
 def max_memory_allocated(device: Any = None) -> int:
-    record("hpu.max_memory_allocated")
-    _cards.acquire()
+    _init("hpu.max_memory_allocated")
+    _check_index(device)
     return MEMORY.stats()["MaxInUse"]
 
 
 def reset_peak_memory_stats(device: Any = None) -> None:
-    record("hpu.reset_peak_memory_stats")
-    _cards.acquire()
+    _init("hpu.reset_peak_memory_stats")
+    _check_index(device)
     MEMORY.reset_peak()
 
 
 def memory_reserved(device: Any = None) -> int:
-    record("hpu.memory_reserved")
-    _cards.acquire()
+    _init("hpu.memory_reserved")
+    _check_index(device)
     return MEMORY.stats()["Limit"]
 
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:
-    record("hpu.mem_get_info")
-    _cards.acquire()
+    _init("hpu.mem_get_info")
+    _check_index(device)
     stats = MEMORY.stats()
     return stats["Limit"] - stats["InUse"], stats["Limit"]
+
+
+class Stream:
+    """``hpu.Stream``: the double has one stream per device and runs work at once (torch's dynamo looks
+    this class up wherever ``torch.hpu`` exists)."""
+
+    def __init__(self, device: Any = None, priority: int = 0) -> None:
+        record("hpu.Stream")
+        self.device = device
+
+    def synchronize(self) -> None:
+        record("hpu.Stream.synchronize")
+
+    def query(self) -> bool:
+        return True
+
+
+def current_stream(device: Any = None) -> Stream:
+    return Stream(device)
 
 
 # ---- timing -------------------------------------------------------------------------------------------
@@ -128,8 +183,11 @@ class Event:
         self._time: float | None = None
 
     def record(self, stream: Any = None) -> None:
-        record("hpu.Event.record")
-        _cards.acquire()
+        """On the current stream (the default) a lazy-mode record runs a step marker first (C14:
+        ``HPUEvent.cpp`` "step marker due to HPUEvent::record")."""
+        _init("hpu.Event.record")
+        if _core._LAZY:
+            _double.LAZY_GRAPHS.step_marker("Event.record")
         self._time = time.perf_counter()
 
     def synchronize(self) -> None:
@@ -138,120 +196,20 @@ class Event:
     def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds from this event to ``end_event``, like torch.cuda.Event."""
         record("hpu.Event.elapsed_time")
-        if not (self.enable_timing and end_event.enable_timing):
-            raise RuntimeError("both events must be created with enable_timing=True")
         if self._time is None or end_event._time is None:
-            raise RuntimeError("both events must be recorded before elapsed_time")
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
         return (end_event._time - self._time) * 1000.0
 
 
-# ---- HPU graphs (lazy mode only) ------------------------------------------------------------------------
-def _wrap_in_hpu_graph(
-    module: Any,
-    asynchronous: bool = False,
-    disable_tensor_cache: bool = False,
-    dry_run: bool = False,
-    max_graphs: int | None = None,
-) -> Any:
-    """Returns the same module with ``forward`` replaced, as the bridge does; no graph is recorded."""
-    record("hpu.wrap_in_hpu_graph", f"asynchronous={asynchronous} max_graphs={max_graphs}")
-    original = module.forward
+# The bridge's ``from .metrics import *``: the global metrics start counting at this import (C19).
+from habana_frameworks.torch.hpu import metrics  # noqa: E402, F401
 
-    @functools.wraps(original)
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        record("hpu.graph_forward", "inference")
-        return original(*args, **kwargs)
-
-    module.forward = forward
-    return module
-
-
-class _ModuleCacher:
-    """Training-graph cache: captures per input-shape signature when training, grad enabled, lazy mode.
-
-    The double keeps the bookkeeping (capture / replay / bypass, bounded by ``max_graphs``) and runs the
-    original forward every time, so results are those of the unwrapped model.
-    """
-
-    def __init__(self, max_graphs: int = 10) -> None:
-        record("hpu.ModuleCacher", f"max_graphs={max_graphs}")
-        self.max_graphs = max_graphs
-
-    def __call__(self, model: Any, inplace: bool = True) -> Any:
-        import torch
-
-        record("hpu.ModuleCacher.__call__", f"inplace={inplace}")
-        target = model if inplace else copy.deepcopy(model)
-        original = target.forward
-        seen: set[tuple[Any, ...]] = set()
-        max_graphs = self.max_graphs
-
-        @functools.wraps(original)
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            key = tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else type(a).__name__ for a in args)
-            if not (target.training and torch.is_grad_enabled() and _core._LAZY):
-                record("hpu.cached_forward", "bypass")
-            elif key in seen:
-                record("hpu.cached_forward", "replay")
-            elif len(seen) < max_graphs:
-                seen.add(key)
-                record("hpu.cached_forward", "capture")
-                _double.emit_graph_compilation(f"module_cacher_{len(seen)}")
-            else:
-                record("hpu.cached_forward", "bypass (max_graphs reached)")
-            return original(*args, **kwargs)
-
-        target.forward = forward
-        return target
-
-
-def _make_graphed_callables(
-    callables: Any, sample_args: Any, num_warmup_iters: int = 3, allow_unused_input: bool = False
-) -> Any:
-    """Returns the callables unchanged (same container shape): the double runs them directly."""
-    record("hpu.make_graphed_callables", f"num_warmup_iters={num_warmup_iters}")
-    return callables
-
-
-class _HPUGraph:
-    """Capture bookkeeping only: the double cannot replay recorded device work, so ``replay`` refuses
-    rather than silently returning stale outputs."""
-
-    def __init__(self) -> None:
-        record("hpu.HPUGraph")
-        self.captured = False
-        self._capturing = False
-
-    def capture_begin(self) -> None:
-        record("hpu.HPUGraph.capture_begin")
-        self._capturing = True
-
-    def capture_end(self) -> None:
-        record("hpu.HPUGraph.capture_end")
-        self._capturing = False
-        self.captured = True
-
-    def replay(self) -> None:
-        record("hpu.HPUGraph.replay")
-        raise NotImplementedError(
-            "the habana_frameworks test double cannot replay a captured HPUGraph (no device work is "
-            "recorded); use ModuleCacher or wrap_in_hpu_graph, which the double runs eagerly"
-        )
-
-
-@contextlib.contextmanager
-def _graph(hpu_graph: _HPUGraph, *args: Any, **kwargs: Any) -> Iterator[_HPUGraph]:
-    record("hpu.graph")
-    hpu_graph.capture_begin()
-    try:
-        yield hpu_graph
-    finally:
-        hpu_graph.capture_end()
-
-
+# ---- HPU graphs (lazy mode only, as the bridge's ``if is_lazy(): from .graphs import *``) ------------------
 if _core._LAZY:
-    wrap_in_hpu_graph: Callable[..., Any] = _wrap_in_hpu_graph
-    ModuleCacher = _ModuleCacher
-    make_graphed_callables: Callable[..., Any] = _make_graphed_callables
-    HPUGraph = _HPUGraph
-    graph = _graph
+    from habana_frameworks.torch.hpu.graphs import (  # noqa: F401  (the bridge re-exports them here)
+        HPUGraph,
+        ModuleCacher,
+        graph,
+        make_graphed_callables,
+        wrap_in_hpu_graph,
+    )
