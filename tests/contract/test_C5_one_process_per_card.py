@@ -107,3 +107,15 @@ def test_without_hls_module_id_a_process_gets_the_first_free_visible_module() ->
     finally:
         holder.kill()
         holder.wait(timeout=60)
+
+
+def test_hpubench_never_cleans_up_a_device_it_did_not_set_up(bridge) -> None:
+    """The bridge's cleanup asserts before device init: a process that only looked at the bridge (doctor's
+    child, a skipped cell) must not run it when it gives its devices back."""
+    core = bridge()
+    from hpubench.core.accelerators.hpu import HPUAccelerator
+
+    acc = HPUAccelerator(0)
+    acc.device_name()  # a look, no setup
+    acc.release()
+    assert not [c for c in core.CALLS if c[0] == "hpu.cleanup"]
