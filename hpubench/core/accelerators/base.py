@@ -48,8 +48,7 @@ class Accelerator(AcceleratorRules, ABC):
 
     @classmethod
     def unavailable_reason(cls) -> str | None:
-        """Why ``is_available`` said no when the framework is installed but refused to load; None when
-        there is nothing more to say than "not available"."""
+        """Why ``is_available`` said no when the framework is installed but refused to load."""
         return None
 
     @classmethod
@@ -73,8 +72,7 @@ class Accelerator(AcceleratorRules, ABC):
 
     @classmethod
     def failure_reason(cls, exc: BaseException) -> str | None:
-        """A cell's failure in this device's own words (e.g. its out-of-memory error read as such), or
-        None to keep the exception's text. Pure: reads the exception only."""
+        """A failure in the device's own words (its OOM read as such); None keeps the exception's text."""
         return None
 
     def memory_available(self) -> tuple[int, bool] | None:
@@ -197,8 +195,7 @@ class Accelerator(AcceleratorRules, ABC):
         raise CellSkipped(f"graph capture is not available on {self.name}")
 
     def graph_module(self, model: torch.nn.Module) -> torch.nn.Module:
-        """The model prepared for graph capture before the strategy wraps it (HPU graphs wrap the module
-        itself; CUDA graphs capture the whole step in ``graphed_step`` and need nothing here)."""
+        """The bare model prepared for graph capture, before the strategy wraps it (HPU graphs)."""
         return model
 
     def prepare_fp8(self, model: torch.nn.Module) -> tuple[torch.nn.Module, Callable[[], Any]]:
