@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hpubench.store.runmeta import git_commit
+
 HERE = Path(__file__).resolve().parent
 MATRIX = HERE / "hpu-check.toml"
 REPORT_NAME = "hpu-check.json"
@@ -96,23 +98,6 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-
-
-def git_checkout() -> dict[str, Any] | None:
-    """The hpubench checkout this script belongs to (commit, dirty), None outside a git checkout."""
-
-    def git(*args: str) -> str | None:
-        try:
-            p = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return p.stdout.strip() if p.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    if not commit:
-        return None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
 def bridge_versions(recs: list[dict[str, Any]], facts: dict[str, Any] | None) -> list[str]:
@@ -216,7 +201,7 @@ def environment(doc: dict[str, Any]) -> dict[str, Any]:
         "python_executable": sys.executable,
         "torch": (doc.get("facts") or {}).get("torch"),
         "platform": platform.platform(),
-        "hpubench_git": git_checkout(),
+        "hpubench_git": git_commit(HERE),
     }
 
 

@@ -22,7 +22,7 @@ from hpubench.store.record import SCHEMA_VERSION
 META_SCHEMA_VERSION = 1
 
 
-def _git_commit(cwd: str | os.PathLike[str] | None) -> dict[str, Any] | None:
+def git_commit(cwd: str | os.PathLike[str] | None) -> dict[str, Any] | None:
     """The checkout being benchmarked, if any: a number without its code version can't be compared."""
 
     def git(*args: str) -> str | None:
@@ -75,7 +75,7 @@ def run_metadata(
         "command_line": list(sys.argv if argv is None else argv),
         "cwd": str(Path(cwd) if cwd is not None else Path.cwd()),
         "started_at": started_at or utc_now_iso(),
-        "git": _git_commit(cwd),
+        "git": git_commit(cwd),
         "inventory": None if inventory is None else inventory.to_dict(),
     }
     meta.update(extra)
