@@ -470,10 +470,10 @@ def test_metrics_api_shape_and_unknown_names(load: Load) -> None:
 
 def test_lazy_graphs_compile_once_per_input_shape_counted_from_the_bridge_import(load: Load) -> None:
     core = load(lazy_mode="1")
-    model = nn.Linear(4, 2)
+    model = nn.Linear(4, 2).to("hpu")  # ops on the device join the lazy graph; host ones do not
 
     def step(rows: int) -> None:
-        model(torch.randn(rows, 4)).sum().backward()
+        model(torch.randn(rows, 4).to("hpu")).sum().backward()
         core.mark_step()
 
     step(3)  # before anything named the metrics module: the bridge's import started the metric (C19)
@@ -526,10 +526,10 @@ def test_accelerator_counts_bridge_compilations_in_a_window(load: Load) -> None:
     from hpubench.measure.compilecount import CompileWindow
 
     window = CompileWindow(HPUAccelerator(0).compile_counters())
-    model = nn.Linear(4, 2)
+    model = nn.Linear(4, 2).to("hpu")
     window.start()
     for rows in (3, 3, 5):
-        model(torch.randn(rows, 4)).sum().backward()
+        model(torch.randn(rows, 4).to("hpu")).sum().backward()
         core.mark_step()
     window.stop()
     result = window.result()
