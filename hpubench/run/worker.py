@@ -180,7 +180,7 @@ def _run(
     torch.manual_seed(SEED)
     model = workload.build_model(cell.size).to(device)
     prepared = precision.prepare(cell.precision, model, acc)
-    inner = acc.graph_module(prepared.model) if cell.graphs and cell.mode != "compile" else prepared.model
+    inner = acc.graph_module(prepared.model) if cell.graphs else prepared.model
     model = strategy.wrap_model(inner, workload.blocks(prepared.model))
     model.train()
     if strategy.world_size > 1:

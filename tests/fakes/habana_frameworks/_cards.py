@@ -57,17 +57,6 @@ def visible_modules() -> list[int]:
     return modules
 
 
-def visible_count() -> int:
-    """Modules of the box this process could take (the double's own question; the bridge has none)."""
-    box = set(box_modules())
-    if VISIBLE_ENV not in os.environ:
-        return len(box)
-    try:
-        return sum(1 for m in visible_modules() if m in box)
-    except (ValueError, AssertionError):
-        return 0
-
-
 def _world_size() -> int:
     raw = os.environ.get("WORLD_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or "1"
     return int(raw)

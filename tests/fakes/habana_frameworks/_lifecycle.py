@@ -59,7 +59,6 @@ LOAD_CALL = "core.import"
 _loaded_pid: int | None = None  # the process that loaded (imported) the bridge
 _session_pids: set[int] = set()  # processes that opened a Synapse session by detecting devices
 _init_pid: int | None = None  # the process that initialised the device
-_cleaned_up = False
 
 
 def fork_after_load() -> str:
@@ -120,11 +119,10 @@ def active_here() -> bool:
 
 
 def cleanup() -> None:
-    """``_hpu_C.cleanup``: sync threads, clear the scalar cache. The card stays held (C5)."""
-    global _cleaned_up
+    """``_hpu_C.cleanup``: sync threads, clear the scalar cache (nothing to do here). The card stays held
+    (C5); before the device was initialised the bridge's ``HABANA_ASSERT`` fails."""
     if not initialised_here():
         raise RuntimeError("HABANA_ASSERT failed: device_context.scalar_cache_ (cleanup before device init)")
-    _cleaned_up = True
 
 
 def _log_fork() -> None:

@@ -78,12 +78,6 @@ def load(device_count: int) -> None:
     torch.autograd.set_multithreading_enabled(False)
 
 
-def set_current_device(index: int) -> None:
-    """``hpu.set_device``: the index ``Tensor.to("hpu")`` and ``torch.empty(device="hpu")`` complete to."""
-    if _LOADED is not None:
-        _LOADED.hpubench_fake_hpu_set_current_device(ctypes.c_int(index))
-
-
 def retire() -> None:
     """For tests that drop the double from a process: torch sees no HPU any more (the library cannot be
     unloaded; with no device it reports the HPU accelerator absent) and autograd threads as before."""

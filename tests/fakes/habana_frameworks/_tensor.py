@@ -33,20 +33,13 @@ CPU = torch.device("cpu")
 _COPY_OPS = frozenset({torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default})
 _LIB_ATTR = "_hpubench_fake_hpu_library"  # on the torch module: one registration per process
 
-_current_index = 0
-
-
-def set_current_index(index: int) -> None:
-    global _current_index
-    _current_index = index
-
 
 def _hpu_device(device: Any) -> torch.device:
     """One device per process (C12): the bridge's device guard refuses any index but 0."""
     dev = torch.device(device) if device is not None else torch.device("hpu")
     if dev.index not in (None, 0):
         raise RuntimeError(f"habana active device: {dev.index} != 0")
-    return dev if dev.index is not None else torch.device("hpu", _current_index)
+    return dev if dev.index is not None else torch.device("hpu", 0)
 
 
 def on_device(host: torch.Tensor) -> torch.Tensor:

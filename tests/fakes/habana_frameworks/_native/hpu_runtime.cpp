@@ -72,7 +72,3 @@ C10_REGISTER_TYPED_CLASS(HPUHooksRegistry, "HPUHooks", FakeHPUHooks);
 extern "C" void hpubench_fake_hpu_set_device_count(int count) {
   g_device_count.store(count);
 }
-
-extern "C" void hpubench_fake_hpu_set_current_device(int index) {
-  g_current.store(static_cast<c10::DeviceIndex>(index));
-}

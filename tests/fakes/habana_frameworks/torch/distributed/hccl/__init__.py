@@ -34,7 +34,8 @@ _OMPI_TO_TORCH = {
     "OMPI_COMM_WORLD_SIZE": "WORLD_SIZE",
     "OMPI_COMM_WORLD_RANK": "RANK",
 }
-_HOST_GROUPS: dict[int, dist.ProcessGroup] = {}
+# id(group) -> (the group, its twin). The group is held, so no later group can reuse its id.
+_HOST_GROUPS: dict[int, tuple[dist.ProcessGroup, dist.ProcessGroup]] = {}
 
 
 def _setup_environment_from_mpi() -> None:
@@ -82,13 +83,14 @@ def _create_backend(backend_opts: Any, pg_opts: Any) -> Any:
 def host_group(group: dist.ProcessGroup) -> dist.ProcessGroup:
     """A twin of ``group`` whose CPU backend is ``group``'s HPU backend: what runs a collective on the host
     tensors inside HPU tensors (the double's own API)."""
-    twin = _HOST_GROUPS.get(id(group))
-    if twin is None:
-        backend = group._get_backend(torch.device("hpu"))
-        twin = dist.ProcessGroup(group.rank(), group.size())
-        twin._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, backend)
-        twin._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
-        _HOST_GROUPS[id(group)] = twin
+    cached = _HOST_GROUPS.get(id(group))
+    if cached is not None:
+        return cached[1]
+    backend = group._get_backend(torch.device("hpu"))
+    twin = dist.ProcessGroup(group.rank(), group.size())
+    twin._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, backend)
+    twin._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
+    _HOST_GROUPS[id(group)] = (group, twin)
     return twin
 
 
