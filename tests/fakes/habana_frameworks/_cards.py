@@ -1,7 +1,7 @@
-"""The double's box of Gaudi modules: which a process may take (C4, C12) and who holds each (C5).
+"""The double's box of Gaudi modules: which a process may take (C4, C15) and who holds each (C5).
 
 - ``HPUBENCH_FAKE_HPU_COUNT`` modules (ids ``0..N-1``) are in the box; ``device_count()`` is all of them,
-  as the bridge's ``synDeviceGetCount`` is: ``HABANA_VISIBLE_MODULES`` does not narrow it (C12).
+  as the bridge's ``synDeviceGetCount`` is: ``HABANA_VISIBLE_MODULES`` does not narrow it (C15).
 - A process acquires one module on its first device use (the bridge's ``device::create``):
   ``HLS_MODULE_ID`` set: that module (it must be in the box, free, and listed in
   ``HABANA_VISIBLE_MODULES`` when that is set). If it cannot be had and ``HABANA_VISIBLE_MODULES`` is

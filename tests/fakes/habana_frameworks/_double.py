@@ -179,7 +179,7 @@ def unsubscribe(kind: str, callback: Any) -> None:
 
 def emit_graph_compilation(recipe: str) -> None:
     """One graph compiled (C7): what every graph path of the double calls. It costs the calling thread
-    ``compile_cost_s()`` of busy time (C15: a compilation in a measured window slows it, as on a
+    ``compile_cost_s()`` of busy time (C19: a compilation in a measured window slows it, as on a
     Gaudi) and reports that time in microseconds, as the bridge's ``TotalTime`` does."""
     record("graph_compilation", recipe)
     t0 = time.perf_counter()
@@ -196,7 +196,7 @@ class LazyGraphs:
     since the last step marker. A step marker compiles the accumulated graph when its signature is new
     (C7: an input shape change compiles a new graph) and runs the cached one otherwise.
 
-    ``mark_step`` is one step marker; ``hpu.synchronize()`` and ``Event.record()`` run one too (C14), which
+    ``mark_step`` is one step marker; ``hpu.synchronize()`` and ``Event.record()`` run one too (C16), which
     cuts a step's graph where they stand: the part before them is a graph of its own (its signature says
     what cut it), so a sync inside a step compiles graphs a step without it never needs.
     """
@@ -204,7 +204,7 @@ class LazyGraphs:
     def __init__(self) -> None:
         self.pending: list[tuple[Any, ...]] = []
         self.seen: set[tuple[Any, ...]] = set()
-        self.capturing = False  # an HPU graph capture is open until the next mark_step (C16)
+        self.capturing = False  # an HPU graph capture is open until the next mark_step (C17)
 
     def note_call(self, module: Any, args: tuple[Any, ...]) -> None:
         """A module call on the device joins the pending graph (one on the host or on meta does not)."""

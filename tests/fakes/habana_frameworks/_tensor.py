@@ -35,7 +35,7 @@ _LIB_ATTR = "_hpubench_fake_hpu_library"  # on the torch module: one registratio
 
 
 def _hpu_device(device: Any) -> torch.device:
-    """One device per process (C12): the bridge's device guard refuses any index but 0."""
+    """One device per process (C15): the bridge's device guard refuses any index but 0."""
     dev = torch.device(device) if device is not None else torch.device("hpu")
     if dev.index not in (None, 0):
         raise RuntimeError(f"habana active device: {dev.index} != 0")
@@ -43,7 +43,7 @@ def _hpu_device(device: Any) -> torch.device:
 
 
 def on_device(host: torch.Tensor) -> torch.Tensor:
-    """What the card can hold of ``host`` (C13, ``tensor_utils.cpp`` ``is_supported_type``): complex is
+    """What the card can hold of ``host`` (C18, ``tensor_utils.cpp`` ``is_supported_type``): complex is
     refused, float16 on first-generation Gaudi too; float64 is stored as float32 (the tensor still says
     float64, its values carry float32's precision), and values beyond float32's range are refused."""
     dtype = host.dtype
@@ -94,7 +94,7 @@ def _refuse_fp16_autocast_on_first_generation() -> None:
 
 
 def _collective(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A c10d op on HPU tensors: refused while an HPU graph capture is open (C16, lazy mode without lazy
+    """A c10d op on HPU tensors: refused while an HPU graph capture is open (C17, lazy mode without lazy
     collectives), else run on the host tensors through the group's host twin (gloo)."""
     hccl = sys.modules.get("habana_frameworks.torch.distributed.hccl")
     core = sys.modules.get("habana_frameworks.torch.core")

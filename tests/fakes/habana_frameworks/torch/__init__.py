@@ -1,4 +1,4 @@
-"""Double of ``habana_frameworks.torch``: importing any bridge module loads the whole bridge (C12).
+"""Double of ``habana_frameworks.torch``: importing any bridge module loads the whole bridge (C12, C13).
 
 As the 1.19 package ``__init__`` does, in order: ``TORCHINDUCTOR_COMPILE_THREADS=1`` (overwritten,
 whatever the user set), autoload marked done, torch imported, the torch pin asserted (the major.minor the

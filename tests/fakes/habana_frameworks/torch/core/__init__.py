@@ -48,7 +48,7 @@ def _register_torch_hpu() -> None:
 
     from habana_frameworks.torch import hpu
 
-    # One device per process (C12): the bridge's device guard counts 1 and refuses any other index.
+    # One device per process (C15): the bridge's device guard counts 1 and refuses any other index.
     _runtime.load(1 if _double.device_count() > 0 else 0)
     _tensor.install()
 

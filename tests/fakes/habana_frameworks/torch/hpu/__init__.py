@@ -51,7 +51,7 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Every module of the box, cached (C12: ``synDeviceGetCount``; ``HABANA_VISIBLE_MODULES`` does not
+    """Every module of the box, cached (C15: ``synDeviceGetCount``; ``HABANA_VISIBLE_MODULES`` does not
     narrow it)."""
     global _device_count
     record("hpu.device_count")
@@ -75,7 +75,7 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
-    """The bridge's ``set_device``: it acquires nothing, it picks ``HLS_MODULE_ID`` (C12). With
+    """The bridge's ``set_device``: it acquires nothing, it picks ``HLS_MODULE_ID`` (C15). With
     ``HLS_MODULE_ID`` already set the index is ignored and the process stays on that module; with neither
     variable and fewer than 8 modules only index 0 is accepted."""
     global _current_device
@@ -109,7 +109,7 @@ def _lazy_init() -> None:
 
 
 def synchronize(device: Any = None) -> None:
-    """Runs a step marker first, in lazy mode (C14: ``bindings.cpp`` "synchronous step marker")."""
+    """Runs a step marker first, in lazy mode (C16: ``bindings.cpp`` "synchronous step marker")."""
     _init("hpu.synchronize")
     if _core._LAZY:
         _double.LAZY_GRAPHS.step_marker("synchronize")
@@ -183,7 +183,7 @@ class Event:
         self._time: float | None = None
 
     def record(self, stream: Any = None) -> None:
-        """On the current stream (the default) a lazy-mode record runs a step marker first (C14:
+        """On the current stream (the default) a lazy-mode record runs a step marker first (C16:
         ``HPUEvent.cpp`` "step marker due to HPUEvent::record")."""
         _init("hpu.Event.record")
         if _core._LAZY:

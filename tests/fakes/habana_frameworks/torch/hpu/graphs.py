@@ -1,6 +1,6 @@
 """Double of the bridge's ``habana_frameworks.torch.hpu.graphs`` (HPU graphs; lazy mode only, C6).
 
-What the double keeps of the bridge's ``graphs.py`` (contract C16, docs/hpu-contract.md):
+What the double keeps of the bridge's ``graphs.py`` (contract C17, docs/hpu-contract.md):
 - A cached graph's outputs are the graph's own static tensors: every replay writes into them, so outputs
   kept from an earlier step read the latest step's values (``wrap_in_hpu_graph`` returns the same objects;
   ``ModuleCacher`` returns tensors sharing their storage). The double runs the original forward and copies

@@ -1,13 +1,13 @@
 """Double of ``habana_frameworks.torch.distributed.hccl``: the ``"hccl"`` backend, for HPU tensors only.
 
 The real HCCL backend is C++ code talking to Gaudi's network engines. As the 1.19 bridge does, the double
-registers ``"hccl"`` with ``devices=["hpu"], extended_api=True`` (C11): a collective on host tensors in an
+registers ``"hccl"`` with ``devices=["hpu"], extended_api=True`` (C14): a collective on host tensors in an
 hccl-only group fails in torch ("No backend type associated with device type cpu"). Underneath, each
 group's HPU backend is a ``ProcessGroupGloo``; a collective on the double's HPU tensors reaches their
 ``__torch_dispatch__`` (``habana_frameworks._tensor``), which runs it on the host tensors inside through
 ``host_group`` (a twin group whose CPU backend is that same gloo backend), so gloo only sees host tensors.
 
-Importing it (which any bridge import does, C12) runs the bridge's environment set-up, as
+Importing it (which any bridge import does, C13) runs the bridge's environment set-up, as
 ``hccl/__init__.py`` does at import: ``int(PT_HPU_LAZY_MODE)`` (a non-integer raises ValueError),
 ``PT_HPU_ENABLE_LAZY_COLLECTIVES`` read once, Open MPI's rank variables copied when all three are set and
 torch's are not, ``MASTER_ADDR``/``MASTER_PORT`` defaulted (localhost / 12345) unless torch's three rank
