@@ -38,7 +38,11 @@ REPORT_NAME = "hpu-check.json"
 DOUBLE_MARK = "(test double)"
 # Asked in a child only when doctor gives no answer: this script never imports torch or the bridge itself
 # (as hpubench's launcher never does: a process that loaded the bridge must not hand the card on).
-COUNT_HPUS = "import habana_frameworks.torch.hpu as h; print(h.device_count() if h.is_available() else 0)"
+# hpubench's count, not the bridge's: the bridge counts every module of the host (C15).
+COUNT_HPUS = (
+    "from hpubench.core.accelerators.hpu import HPUAccelerator as A; "
+    "print(A.device_count() if A.is_available() else 0)"
+)
 TAIL = 4000  # characters kept of a child's stdout/stderr in the JSON
 
 
