@@ -1,5 +1,5 @@
 """The settings that stop Gaudi's bridge before any cell runs (``hpu_envcheck``): each rule's FAIL or WARN
-with its fix, the OK case, and how ``hpu_doctor.findings`` merges them with its own checks."""
+with its fix, the OK case, and how ``hpu_doctor.findings`` gives one verdict per variable with them."""
 
 from __future__ import annotations
 
@@ -177,36 +177,10 @@ def test_visible_modules_the_bridge_cannot_read_fail(raw: str, says: str) -> Non
 )
 def test_readable_visible_modules_and_no_module_id_are_quiet(env: dict[str, str]) -> None:
     assert ec.module_env_findings(env) == []
-    assert ec.env_findings(env) == []
+    assert ec.lazy_value_finding(env.get("PT_HPU_LAZY_MODE")) is None
 
 
-def test_env_findings_hold_every_environment_rule() -> None:
-    found = ec.env_findings({"PT_HPU_LAZY_MODE": "yes", "HLS_MODULE_ID": "1", "HABANA_VISIBLE_MODULES": ""})
-    assert sorted((f.check, f.level) for f in found) == [
-        ("HABANA_VISIBLE_MODULES", FAIL),
-        ("HLS_MODULE_ID", WARN),
-        ("lazy mode", FAIL),
-    ]
-
-
-# ---- merging with hpu_doctor's own checks -----------------------------------------------------------------
-def finding(check: str, level: str, detail: str = "") -> Finding:
-    return Finding("hpu", check, level, detail or f"{check} {level}", "" if level == OK else "fix")
-
-
-def test_merge_keeps_one_verdict_per_check_the_worst() -> None:
-    base = [finding("a", OK), finding("b", FAIL, "base b"), finding("c", FAIL, "base c"), finding("d", WARN)]
-    extra = [finding("a", WARN), finding("b", WARN), finding("c", FAIL, "extra c"), finding("e", OK)]
-    merged = ec.merge_findings(base, extra)
-    assert [(f.check, f.level, f.detail) for f in merged] == [
-        ("a", WARN, "a WARN"),  # extra's worse verdict replaces base's OK
-        ("b", FAIL, "base b"),  # base's FAIL outweighs extra's WARN
-        ("c", FAIL, "extra c"),  # at the same level extra says what the bridge raises
-        ("d", WARN, "d WARN"),
-        ("e", OK, "e OK"),
-    ]
-
-
+# ---- one verdict per variable in hpu_doctor's findings ---------------------------------------------------
 def gaudi(environ: dict[str, str], build: dict[str, object] | None, present: bool = True) -> DeviceFacts:
     extra: dict[str, object] = {"environ": environ, "module_ids": EIGHT, "bridge_build": build}
     if not present:
@@ -228,6 +202,30 @@ def test_doctor_findings_carry_the_build_checks_and_one_verdict_per_variable() -
     assert [f.level for f in broken["HABANA_VISIBLE_MODULES"]] == [OK]
     lazy = by_check(findings(gaudi({"PT_HPU_LAZY_MODE": "true"}, FORK)))["lazy mode"]
     assert len(lazy) == 1 and "ValueError" in lazy[0].detail
+
+
+def test_every_environment_rule_reaches_the_doctor_once_per_variable() -> None:
+    env = {"PT_HPU_LAZY_MODE": "yes", "HLS_MODULE_ID": "1", "HABANA_VISIBLE_MODULES": ""}
+    found = findings(gaudi(env, FORK))
+    settings = {"lazy mode", "HABANA_VISIBLE_MODULES", "HLS_MODULE_ID"}
+    assert sorted((f.check, f.level) for f in found if f.check in settings) == [
+        ("HABANA_VISIBLE_MODULES", FAIL),
+        ("HLS_MODULE_ID", WARN),  # module 1 exists (OK), but a set HLS_MODULE_ID pins every process
+        ("lazy mode", FAIL),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "check", "level", "says"),
+    [
+        ({"HABANA_VISIBLE_MODULES": "4,x"}, "HABANA_VISIBLE_MODULES", FAIL, "the bridge raises ValueError"),
+        ({"HLS_MODULE_ID": "9"}, "HLS_MODULE_ID", FAIL, "which does not exist"),  # not only the WARN
+        ({"HLS_MODULE_ID": "2"}, "HLS_MODULE_ID", WARN, "is set in this environment"),  # not the OK
+    ],
+)
+def test_the_worse_verdict_wins_and_at_the_same_level_the_bridges_words(env, check, level, says) -> None:
+    (f,) = by_check(findings(gaudi(env, FORK)))[check]
+    assert f.level == level and says in f.detail, f
 
 
 def test_a_bridge_that_failed_its_import_still_gets_the_reason_and_its_fix() -> None:

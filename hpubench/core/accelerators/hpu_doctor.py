@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, device_findings
+from hpubench.analysis.doctor import FAIL, LEVELS, OK, WARN, DeviceFacts, Finding, device_findings
 from hpubench.core.accelerators import hpu_device, hpu_envcheck
 from hpubench.core.accelerators.base import Accelerator
 from hpubench.core.accelerators.hpu_rules import (
@@ -257,6 +257,9 @@ def collect_facts(acc_cls: type[Accelerator]) -> DeviceFacts:
 def lazy_mode_finding(raw: str | None, lazy_in_force: bool | None) -> Finding:
     """C6: the bridge reads ``PT_HPU_LAZY_MODE`` once at import, "0" eager and anything else lazy."""
     check = "lazy mode"
+    broken = hpu_envcheck.lazy_value_finding(raw)  # a value the bridge's import cannot even read
+    if broken is not None:
+        return broken
     in_force = {True: "lazy", False: "eager", None: UNKNOWN}[lazy_in_force]
     if raw is None:
         return Finding(
@@ -309,65 +312,59 @@ def parse_modules(raw: str) -> list[int] | None:
     return [int(p) for p in parts]
 
 
+def _machine_module_finding(var: str, raw: str, have: list[int] | None, have_text: str) -> Finding:
+    """``raw`` (a ``HABANA_VISIBLE_MODULES`` or ``HLS_MODULE_ID`` value) against the machine's modules."""
+    ids = parse_modules(raw)
+    if ids is None or (var == MODULE_ID_ENV and len(ids) != 1):
+        want = "one module id" if var == MODULE_ID_ENV else "a comma list of module ids like 4,5,6,7"
+        fix = f"set {var} to {want}, or unset it"
+        return Finding(SECTION, var, FAIL, f"{var}={raw!r} is not {want}", fix)
+    if have is None:
+        return Finding(
+            SECTION,
+            var,
+            WARN,
+            f"{var}={raw}: cannot check it, the machine's module ids are unknown (HLML did not load)",
+            "fix HLML (see above) so the module ids can be read",
+        )
+    missing = [i for i in ids if i not in have]
+    if missing:
+        return Finding(
+            SECTION,
+            var,
+            FAIL,
+            f"{var}={raw} names module {','.join(map(str, missing))}, which does not exist: "
+            f"this machine has modules {have_text}",
+            f"set {var} to ids among {have_text}, or unset it",
+        )
+    if len(set(ids)) != len(ids):
+        return Finding(SECTION, var, WARN, f"{var}={raw} repeats a module", f"list each module once in {var}")
+    return Finding(SECTION, var, OK, f"{var}={raw} (machine: {have_text})")
+
+
 def visible_modules_findings(environ: Mapping[str, str], module_ids: Sequence[int] | None) -> list[Finding]:
-    """C4: ``HABANA_VISIBLE_MODULES`` / ``HLS_MODULE_ID`` must name modules this machine has.
+    """C4: ``HABANA_VISIBLE_MODULES`` / ``HLS_MODULE_ID`` must name modules this machine has, and be what
+    the bridge can read (``hpu_envcheck``): one verdict per variable, the worse of the two, the bridge's
+    words where both say the same.
 
     ``module_ids``: the machine's modules (from HLML); None when unknown (then nothing can be checked).
     """
     out: list[Finding] = []
     have = sorted(set(module_ids)) if module_ids is not None else None
     have_text = ",".join(map(str, have)) if have is not None else UNKNOWN
-    for var in (VISIBLE_ENV, MODULE_ID_ENV):
-        raw = environ.get(var)
-        if raw is None or not raw.strip():
-            # Set but blank: the bridge's parse fails on it (hpu_envcheck.module_env_findings says so).
-            if var == VISIBLE_ENV and raw is None:
-                out.append(
-                    Finding(
-                        SECTION, "visible modules", OK, f"{VISIBLE_ENV} unset: every module ({have_text})"
-                    )
-                )
-            continue
-        ids = parse_modules(raw)
-        if ids is None or (var == MODULE_ID_ENV and len(ids) != 1):
-            want = "one module id" if var == MODULE_ID_ENV else "a comma list of module ids like 4,5,6,7"
-            out.append(
-                Finding(
-                    SECTION, var, FAIL, f"{var}={raw!r} is not {want}", f"set {var} to {want}, or unset it"
-                )
-            )
-            continue
-        if have is None:
-            out.append(
-                Finding(
-                    SECTION,
-                    var,
-                    WARN,
-                    f"{var}={raw}: cannot check it, the machine's module ids are unknown (HLML did not load)",
-                    "fix HLML (see above) so the module ids can be read",
-                )
-            )
-            continue
-        missing = [i for i in ids if i not in have]
-        if missing:
-            out.append(
-                Finding(
-                    SECTION,
-                    var,
-                    FAIL,
-                    f"{var}={raw} names module {','.join(map(str, missing))}, which does not exist: "
-                    f"this machine has modules {have_text}",
-                    f"set {var} to ids among {have_text}, or unset it",
-                )
-            )
-        elif len(set(ids)) != len(ids):
-            out.append(
-                Finding(
-                    SECTION, var, WARN, f"{var}={raw} repeats a module", f"list each module once in {var}"
-                )
-            )
-        else:
-            out.append(Finding(SECTION, var, OK, f"{var}={raw} (machine: {have_text})"))
+    visible = environ.get(VISIBLE_ENV)
+    if visible is None:
+        every = f"{VISIBLE_ENV} unset: every module ({have_text})"
+        out.append(Finding(SECTION, "visible modules", OK, every))
+    else:
+        unreadable = hpu_envcheck.visible_value_finding(visible)
+        out.append(unreadable or _machine_module_finding(VISIBLE_ENV, visible, have, have_text))
+    module = environ.get(MODULE_ID_ENV)
+    if module is not None:
+        bridge = hpu_envcheck.module_id_findings(environ)[0]  # the worse: FAIL, else the WARN
+        mine = _machine_module_finding(MODULE_ID_ENV, module, have, have_text) if module.strip() else None
+        rank = {level: i for i, level in enumerate(LEVELS)}
+        out.append(mine if mine is not None and rank[mine.level] > rank[bridge.level] else bridge)
     return out
 
 
@@ -391,21 +388,22 @@ def findings(facts: DeviceFacts) -> list[Finding]:
     raw_ids = facts.extra.get("module_ids")
     ids = None if raw_ids is None else [int(i) for i in raw_ids]
     build = bridge_build_findings(facts.extra.get("bridge_build"), environ)
-    env = hpu_envcheck.env_findings(environ)
     if not facts.present:
         # Settings for a bridge that is not here matter little, but a broken one is still worth saying,
         # above all when it is why no module is visible (HABANA_VISIBLE_MODULES naming only absent ones, a
         # torch the bridge refuses at import, a PT_HPU_LAZY_MODE its import cannot read).
-        visible = [f for f in visible_modules_findings(environ, ids) if f.level == FAIL]
+        lazy = hpu_envcheck.lazy_value_finding(environ.get(LAZY_MODE_ENV))
         return (
             out
             + [f for f in build if f.level != OK]
-            + hpu_envcheck.merge_findings(visible, [f for f in env if f.level == FAIL])
+            + ([lazy] if lazy is not None else [])
+            + [f for f in visible_modules_findings(environ, ids) if f.level == FAIL]
         )
-    lazy = facts.extra.get("lazy_in_force")
-    settings = [
-        lazy_mode_finding(environ.get(LAZY_MODE_ENV), None if lazy is None else bool(lazy)),
+    lazy_in_force = facts.extra.get("lazy_in_force")
+    return [
+        *out,
+        *build,
+        lazy_mode_finding(environ.get(LAZY_MODE_ENV), None if lazy_in_force is None else bool(lazy_in_force)),
         autoload_finding(environ.get(AUTOLOAD_ENV), bool(facts.extra.get("bridge_loaded_by_import_torch"))),
         *visible_modules_findings(environ, ids),
     ]
-    return out + build + hpu_envcheck.merge_findings(settings, env)

@@ -11,10 +11,10 @@ cell the same way, so the doctor names it with its fix first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import NamedTuple
 
-from hpubench.analysis.doctor import FAIL, LEVELS, OK, WARN, Finding
+from hpubench.analysis.doctor import FAIL, OK, WARN, Finding
 from hpubench.core.accelerators.hpu_rules import LAZY_MODE_ENV, MODULE_ID_ENV, VISIBLE_MODULES_ENV
 
 SECTION = "hpu"
@@ -175,7 +175,7 @@ def _bridge_ints(raw: str) -> list[int] | None:
         return None
 
 
-def _visible_finding(raw: str) -> Finding | None:
+def visible_value_finding(raw: str) -> Finding | None:
     """What the bridge's ``_get_available_modules_from_environ`` raises for this value, as a FAIL."""
     fix = (
         f"unset {VISIBLE_MODULES_ENV} (every module) or list up to {MAX_VISIBLE_MODULES} module ids "
@@ -198,26 +198,22 @@ def _visible_finding(raw: str) -> Finding | None:
     return Finding(SECTION, VISIBLE_MODULES_ENV, FAIL, detail, fix)
 
 
-def module_env_findings(environ: Mapping[str, str]) -> list[Finding]:
-    """``HABANA_VISIBLE_MODULES`` values the bridge rejects, an ``HLS_MODULE_ID`` outside it (the device
-    acquire fails), and any ``HLS_MODULE_ID`` at all: hpubench picks each process's module itself, and
-    a user's value would pin every process that inherits it to one module."""
-    out: list[Finding] = []
-    visible_raw = environ.get(VISIBLE_MODULES_ENV)
-    visible = None
-    if visible_raw is not None:
-        bad = _visible_finding(visible_raw)
-        if bad is not None:
-            out.append(bad)
-        else:
-            visible = _bridge_ints(visible_raw)
+def module_id_findings(environ: Mapping[str, str]) -> list[Finding]:
+    """An ``HLS_MODULE_ID`` outside ``HABANA_VISIBLE_MODULES`` (the device acquire fails), then any
+    ``HLS_MODULE_ID`` at all: hpubench picks each process's module itself, and a user's value would pin
+    every process that inherits it to one module. The worse comes first."""
     module_raw = environ.get(MODULE_ID_ENV)
     if module_raw is None:
-        return out
+        return []
+    visible_raw = environ.get(VISIBLE_MODULES_ENV)
+    visible = None
+    if visible_raw is not None and visible_value_finding(visible_raw) is None:
+        visible = _bridge_ints(visible_raw)
     try:
         module = int(module_raw)
     except ValueError:
         module = None  # hpu_doctor.visible_modules_findings fails it: not one module id
+    out: list[Finding] = []
     if module is not None and visible is not None and module not in visible:
         shown = ",".join(map(str, visible))
         out.append(
@@ -246,22 +242,8 @@ def module_env_findings(environ: Mapping[str, str]) -> list[Finding]:
     return out
 
 
-def env_findings(environ: Mapping[str, str]) -> list[Finding]:
-    """Every environment rule here: they need no bridge, so they hold on any machine."""
-    lazy = lazy_value_finding(environ.get(LAZY_MODE_ENV))
-    return ([lazy] if lazy is not None else []) + module_env_findings(environ)
-
-
-def merge_findings(base: Iterable[Finding], extra: Iterable[Finding]) -> list[Finding]:
-    """One verdict per check: its most severe level wins, and at that level ``extra``'s findings replace
-    ``base``'s (they say what the bridge itself raises), so a variable is never both OK and FAIL."""
-    base, extra = list(base), list(extra)
-    rank = {level: i for i, level in enumerate(LEVELS)}
-    worst: dict[str, int] = {}
-    for f in base + extra:
-        worst[f.check] = max(worst.get(f.check, 0), rank[f.level])
-    from_extra = {f.check for f in extra if rank[f.level] == worst[f.check]}
-    kept = [f for f in base if rank[f.level] == worst[f.check] and f.check not in from_extra]
-    kept += [f for f in extra if rank[f.level] == worst[f.check]]
-    order = list(dict.fromkeys(f.check for f in base + extra))
-    return sorted(kept, key=lambda f: order.index(f.check))
+def module_env_findings(environ: Mapping[str, str]) -> list[Finding]:
+    """``HABANA_VISIBLE_MODULES`` values the bridge rejects, then ``module_id_findings``."""
+    raw = environ.get(VISIBLE_MODULES_ENV)
+    bad = visible_value_finding(raw) if raw is not None else None
+    return ([bad] if bad is not None else []) + module_id_findings(environ)
