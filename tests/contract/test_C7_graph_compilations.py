@@ -25,14 +25,14 @@ def test_a_lazy_shape_change_compiles_a_new_graph(bridge) -> None:
     from habana_frameworks.torch.hpu.metrics import metric_global, metric_localcontext
 
     metric = metric_global("graph_compilation")
-    model = nn.Linear(4, 2)
-    model(torch.ones(3, 4))
+    model = nn.Linear(4, 2).to("hpu")  # ops on the device make the lazy graph; host ones do not
+    model(torch.ones(3, 4, device="hpu"))
     core.mark_step()
     first = _total(metric)
-    model(torch.ones(3, 4))
+    model(torch.ones(3, 4, device="hpu"))
     core.mark_step()
     assert _total(metric) == first  # same shapes: the cached graph runs
     with metric_localcontext("graph_compilation") as local:
-        model(torch.ones(5, 4))
+        model(torch.ones(5, 4, device="hpu"))
         core.mark_step()
     assert _total(metric) == first + 1 and _total(local) == 1
