@@ -42,7 +42,7 @@ def build_training(
     import torch
 
     import workloads
-    from hpubench.core import accelerators
+    from hpubench import accelerators
     from hpubench.measure.heap import heap_policy, plan_heap
     from hpubench.measure.heap_probe import apply_heap_plan
     from hpubench.run.worker import N_BATCHES, SEED  # the same seed and batch count as hpubench, kept in sync

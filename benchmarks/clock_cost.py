@@ -28,8 +28,8 @@ from outpath import json_out_problem
 from workloadarg import parse_workloads
 
 import workloads
-from hpubench.analysis.medianci import median_interval
-from hpubench.core import accelerators
+from hpubench import accelerators
+from hpubench.analysis.stats.medianci import median_interval
 from hpubench.measure.steps import measure_steps
 
 BLOCK_S = 0.25

@@ -15,7 +15,7 @@ Design. Real cells run on this machine through the real ``Launcher`` (one fork p
     B10     the cells with ``extra_work=0.10``         -> one 10% gate:      gate(A, B10)
 
 ``extra_work=f`` adds a fixed amount of real compute per step, calibrated to about a fraction ``f`` of
-the plain step (``hpubench.core.extrawork``), so B runs are slower by ~5% and ~10% in step time, i.e.
+the plain step (``hpubench.plan.extrawork``), so B runs are slower by ~5% and ~10% in step time, i.e.
 ~4.8% and ~9.1% in throughput. Every set has ``--repeats`` repetitions, and within a round the four sets
 are interleaved repetition by repetition in a shuffled order, as ``hpubench run --repeat`` interleaves
 its passes, so drift of the machine lands on every set alike. Rounds are independent: the 20 A/A gates
@@ -54,9 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hpubench.analysis.gate import gate  # noqa: E402
-from hpubench.analysis.gateoutcomes import INSUFFICIENT, REGRESSION, GateResult  # noqa: E402
-from hpubench.analysis.gaterules import GateSettings  # noqa: E402
+from hpubench.analysis.gate.decide import gate  # noqa: E402
+from hpubench.analysis.gate.outcomes import INSUFFICIENT, REGRESSION, GateResult  # noqa: E402
+from hpubench.analysis.gate.rules import GateSettings  # noqa: E402
 from hpubench.plan.cell import Cell, PlannedCell  # noqa: E402
 from hpubench.run.launch import Launcher  # noqa: E402
 from hpubench.store.readback import load_results  # noqa: E402

@@ -40,7 +40,7 @@ DOUBLE_MARK = "(test double)"
 # (as hpubench's launcher never does: a process that loaded the bridge must not hand the card on).
 # hpubench's count, not the bridge's: the bridge counts every module of the host (C15).
 COUNT_HPUS = (
-    "from hpubench.core.accelerators.hpu import HPUAccelerator as A; "
+    "from hpubench.accelerators.hpu.accelerator import HPUAccelerator as A; "
     "print(A.device_count() if A.is_available() else 0)"
 )
 TAIL = 4000  # characters kept of a child's stdout/stderr in the JSON

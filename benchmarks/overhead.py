@@ -58,8 +58,8 @@ from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scrip
 from outpath import json_out_problem
 from overhead_report import print_report
 
-from hpubench.analysis.medianci import median_interval
-from hpubench.core import accelerators
+from hpubench import accelerators
+from hpubench.analysis.stats.medianci import median_interval
 from hpubench.measure.autosteps import AutoSteps
 
 MIN_WARMUP_STEPS = 5
@@ -152,7 +152,7 @@ def _bookkeeping_costs() -> dict[str, Any]:
     """What hpubench adds around each CPU step, in a forked child: sync call, clock reads, loss copy."""
     import torch
 
-    from hpubench.core.accelerators.cpu import CPUAccelerator
+    from hpubench.accelerators.cpu import CPUAccelerator
 
     acc = CPUAccelerator(0)
     n = 200_000
@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     from workloadarg import parse_workloads  # imports workloads, hence torch: after OMP_NUM_THREADS is set
 
     import workloads  # noqa: F401  (registers the workloads the cells run)
-    from hpubench.core.accelerators.cpu import cpu_model_name
+    from hpubench.accelerators.cpu import cpu_model_name
     from hpubench.run.launch import Launcher
 
     plan = THROUGHPUT_PLAN[mode]

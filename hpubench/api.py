@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hpubench import accelerators
 from hpubench.analysis import doctor
-from hpubench.core import accelerators
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed
 from hpubench.measure import doctor_probe
 from hpubench.plan import matrix

@@ -15,9 +15,9 @@ import numpy as np
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.peaks import peak_for
 from hpubench.analysis.quality import with_quality
-from hpubench.core.memory import MemoryStats
 from hpubench.measure.devicestats import MemorySample
 from hpubench.plan.cell import Cell
+from hpubench.store.memory import MemoryStats
 from hpubench.store.record import STATUS_OK, CellResult
 from hpubench.store.rundir import ResultStore
 from hpubench.store.runmeta import run_metadata

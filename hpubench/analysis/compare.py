@@ -7,7 +7,7 @@ cells disagree on what a step is (samples, tokens or FLOPs per step: a changed m
 refused outright rather than compared.
 
 A cell run several times (``--repeat``) is one cell with several repetitions. Each cell's ratio and
-its significance come from :func:`hpubench.analysis.estimator.estimate_change`, the estimator ``hpubench
+its significance come from :func:`hpubench.analysis.stats.estimator.estimate_change`, the estimator ``hpubench
 gate`` uses too, so the two never disagree on the same runs and statistic; compare summarises each run by its
 mean step time by default (what training delivers, what prices apply to), the gate by its fastest step
 (steadiest on a shared machine), and each output names its choice. Run-to-run variation is in every
@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from hpubench.analysis.economics import CellEconomics, economics
-from hpubench.analysis.estimator import Change, estimate_change, estimator_name, geomean_change
 from hpubench.analysis.prices import Tables
-from hpubench.analysis.stats import DEFAULT_CONFIDENCE, Estimate, bootstrap_repeats_throughput
+from hpubench.analysis.stats.estimator import Change, estimate_change, estimator_name, geomean_change
+from hpubench.analysis.stats.summary import DEFAULT_CONFIDENCE, Estimate, bootstrap_repeats_throughput
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 from hpubench.store.record import STATUS_OK, CellResult
 
-# compare's default per-run summary; the gate's is "min" (see hpubench.analysis.estimator)
+# compare's default per-run summary; the gate's is "min" (see hpubench.analysis.stats.estimator)
 COMPARE_STATISTIC = "mean"
 
 
@@ -278,7 +278,8 @@ def compare(
 ) -> Comparison:
     """Match the two result sets and compute every ratio; refuses (UsageError) what cannot be compared.
 
-    ``statistic`` and ``test`` are those of :func:`hpubench.analysis.estimator.estimate_change`; a test must
+    ``statistic`` and ``test`` are those of :func:`hpubench.analysis.stats.estimator.estimate_change`; a
+    test must
     be able to reach half of 1 - confidence on each side, the level the 95% interval stands for."""
     check_schema(base, candidate)
     b_map, c_map = by_match_key(base, "base"), by_match_key(candidate, "candidate")

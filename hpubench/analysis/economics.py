@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from hpubench.analysis.peaks import PeakFigure, mfu, share_in_tf32
 from hpubench.analysis.prices import PriceEntry, Tables
-from hpubench.analysis.stats import Estimate
+from hpubench.analysis.stats.summary import Estimate
 from hpubench.store.record import CellResult
 
 

@@ -24,9 +24,9 @@ from itertools import pairwise
 from typing import Any
 
 from hpubench.analysis.compare import group_runs
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gateoutcomes import IMPROVEMENT, REGRESSION
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.outcomes import IMPROVEMENT, REGRESSION
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.analysis.runspread import stored_spreads
 from hpubench.errors import UsageError
 from hpubench.store.record import CellResult

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hpubench.analysis import stats
 from hpubench.analysis.peaks import PeakFigure, mfu
+from hpubench.analysis.stats import summary as stats
 from hpubench.store.record import Metrics
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from hpubench.plan import precisions
+from hpubench.precision import spec as precisions
 
 DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
@@ -281,7 +281,7 @@ def peak_for(
     """
     if not 0.0 <= tf32_share <= 1.0:
         raise ValueError(f"tf32_share must be within 0-1, got {tf32_share}")
-    declared = precisions.peak_dtype(precision)  # which peak bounds it: hpubench.plan.precisions
+    declared = precisions.peak_dtype(precision)  # which peak bounds it: hpubench.precision.spec
     if declared is None:
         raise ValueError(f"unknown precision {precision!r}; known: {', '.join(precisions.names())}")
     entry = entry_for(accelerator, device_name, table)

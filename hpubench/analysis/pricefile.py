@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpubench import accelerators
 from hpubench.analysis.peaks import DTYPES, PeakEntry
 from hpubench.analysis.prices import PriceEntry, Tables
-from hpubench.core import accelerators
 from hpubench.errors import UsageError
 
 if sys.version_info >= (3, 11):

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hpubench.analysis import stats
+from hpubench.analysis.stats import summary as stats
 from hpubench.analysis.trend import halves_test
 from hpubench.store.record import STATUS_OK, STATUS_SKIPPED, CellResult
 
@@ -202,7 +202,8 @@ def findings(
     """Every problem with a measurement, most severe first.
 
     ``rel_halfwidth``: the throughput interval's relative half-width where the record already holds it
-    (else computed here with :func:`hpubench.analysis.stats.throughput`, the same bootstrap that made it);
+    (else computed here with :func:`hpubench.analysis.stats.summary.throughput`, the same bootstrap that
+    made it);
     ``planned_steps``: the steps asked for, so a partial record can say "12 of 20".
     """
     times = [float(t) for t in step_times_s]

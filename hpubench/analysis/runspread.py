@@ -2,7 +2,8 @@
 
 ``hpubench baseline save`` keeps, per cell with 3 or more comparable repetitions, the standard deviation of
 the runs' log values for every statistic; ``hpubench gate`` hands the one for its statistic to
-:func:`hpubench.analysis.gate.gate`, so a later gate of single runs can model how much runs drift instead of
+:func:`hpubench.analysis.gate.decide.gate`, so a later gate of single runs can model how much runs drift
+instead of
 calling the cell insufficient evidence. Pure: records and dicts in, dicts out.
 """
 
@@ -12,8 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from hpubench.analysis.compare import UNCOMPARABLE_QUALITIES, group_runs
-from hpubench.analysis.estimator import MIN_SPREAD_RUNS, RunSpread, run_to_run_spread
-from hpubench.analysis.locations import LOCATIONS
+from hpubench.analysis.stats.estimator import MIN_SPREAD_RUNS, RunSpread, run_to_run_spread
+from hpubench.analysis.stats.locations import LOCATIONS
 from hpubench.store.record import CellResult
 
 

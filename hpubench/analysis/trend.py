@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hpubench.analysis.stats import as_samples
+from hpubench.analysis.stats.summary import as_samples
 
 # Exact null distribution up to this many steps in total (a one-off table of at most 51 x 1276 counts);
 # above it the tie-corrected normal approximation, which is within a few percent of exact from ~20 per side.

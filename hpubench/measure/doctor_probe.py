@@ -1,7 +1,8 @@
 """``hpubench doctor``'s fact gathering, the I/O half (the rules are in ``hpubench.analysis.doctor``).
 
 ``host_facts`` runs in the launcher process and imports no device framework: /sys, /proc, psutil and
-the environment. ``child_facts`` runs in the detection child (``python -m hpubench.run.zygote --detect OUT
+the environment. ``child_facts`` runs in the detection child (``python -m hpubench.run.forkserver.server
+--detect OUT
 --doctor``) after ``import torch``, and asks each accelerator's ``doctor_facts`` hook, highest priority
 first, so the HPU hook sees the process before anything but ``import torch`` could load its bridge.
 """
@@ -17,8 +18,8 @@ from typing import Any
 
 import psutil
 
+from hpubench import accelerators
 from hpubench.analysis.doctor import HOST_ENV_VARS, DeviceFacts, HostFacts
-from hpubench.core import accelerators
 from hpubench.measure.heap_probe import glibc
 from hpubench.measure.telemetry import readcost
 

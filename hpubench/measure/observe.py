@@ -25,7 +25,7 @@ from hpubench.plan.runoptions import RunOptions
 if TYPE_CHECKING:
     import torch
 
-    from hpubench.core.accelerators.base import Accelerator
+    from hpubench.accelerators.base import Accelerator
     from hpubench.plan.cell import Cell
     from workloads.base import Batch
 

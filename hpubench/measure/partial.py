@@ -14,10 +14,12 @@ from typing import Any
 
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.quality import with_quality
-from hpubench.run.stepfeed import FeedHeader, FeedState
+from hpubench.measure.stepfeed import FeedHeader, FeedState
 from hpubench.store.record import STATUS_FAILED, CellResult, Metrics
 
-MIN_STEPS_FOR_METRICS = 2  # one step has no spread, and the statistics refuse it (hpubench.analysis.stats)
+MIN_STEPS_FOR_METRICS = (
+    2  # one step has no spread, and the statistics refuse it (hpubench.analysis.stats.summary)
+)
 
 
 def why_no_metrics(feed: FeedState) -> str | None:

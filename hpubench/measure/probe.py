@@ -3,9 +3,10 @@ this machine multiplies matrices. Runs in a throw-away child: forked from the la
 server (``Launcher.probe``), or ``python -m hpubench.measure.probe`` under spawn isolation.
 
 Why a child: counting imports torch and the workloads (and a calibration touches the device), which the
-launcher process must never do (``hpubench.run.zygote`` explains why). Why ``meta``: it costs no memory and
+launcher process must never do (``hpubench.run.forkserver.server`` explains why). Why ``meta``: it costs no
+memory and
 no compute, so the standard sizes are counted in seconds on any machine. Everything that decides with
-these facts is pure, in ``hpubench.plan.estimate`` and ``hpubench.plan.budget``.
+these facts is pure, in ``hpubench.plan.cost`` and ``hpubench.plan.budget``.
 
 Per (workload, size, batch) it counts, in one forward + backward pass on meta:
 
@@ -49,7 +50,7 @@ from hpubench.measure.conditions_probe import affinity
 from hpubench.measure.heap import heap_policy, plan_heap
 from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.plan.cell import flops_key, parse_flops_key
-from hpubench.run import pluginload
+from hpubench.plugins import files as pluginload
 from hpubench.store.rundir import write_json_atomic
 from workloads.base import Workload
 from workloads.flops import conv_flops
@@ -149,7 +150,7 @@ def count_model(workload: Workload, size: str, batch_size: int) -> dict[str, int
     def pack(t: torch.Tensor) -> torch.Tensor:
         # The same tensor saved by two nodes is held once: keyed by the object (meta has no storage).
         if id(t) not in param_ids:
-            saved[id(t)] = t.numel() * 4  # at fp32; hpubench.plan.estimate scales it by precision
+            saved[id(t)] = t.numel() * 4  # at fp32; hpubench.plan.cost scales it by precision
         return t
 
     model.zero_grad(set_to_none=True)
@@ -287,7 +288,7 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
     A loaded machine then shows up as cells slower than estimated, which a budgeted run corrects with
     measured times.
     """
-    from hpubench.core import accelerators  # deferred: imports the device framework, only when asked
+    from hpubench import accelerators  # deferred: imports the device framework, only when asked
 
     acc = accelerators.get(accelerator)(0)
     acc.setup()
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads-from", action="append", default=[])
     args = parser.parse_args(argv)
     try:
-        # Bounded: a file whose import hangs is given up on (hpubench.run.pluginload).
+        # Bounded: a file whose import hangs is given up on (hpubench.plugins.files).
         pluginload.load_files(args.workloads_from, workloads.load_file, os.environ, PROBE_USAGE_PREFIX)
         workloads.load_entry_points()
     except UsageError as exc:

@@ -167,7 +167,7 @@ def op_table(
 
 
 class ProfiledDevice(Protocol):
-    """What profiling asks of the accelerator (``hpubench.core.accelerators.base.Accelerator``)."""
+    """What profiling asks of the accelerator (``hpubench.accelerators.base.Accelerator``)."""
 
     def profiler_activities(self) -> tuple[list[Any], list[str]]: ...
 

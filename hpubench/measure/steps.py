@@ -54,7 +54,7 @@ def measure_steps(
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
     device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
-    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``more_warmup(warmup_times)``, asked
+    time as it is taken (the step feed: ``hpubench.measure.stepfeed``). ``more_warmup(warmup_times)``, asked
     after the planned warm-up steps and again after each batch it adds, returns how many more to run
     (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.measure.autosteps.warmup_extension`); every
     rank of a distributed cell must get the same.

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from hpubench.analysis import locations, stats, studentt
+from hpubench.analysis.stats import locations, studentt
+from hpubench.analysis.stats import summary as stats
 from hpubench.measure.autosteps import AutoSteps
 
 # A stop condition: (measured step times so far, seconds since the measured phase began) -> reason or None.

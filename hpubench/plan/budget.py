@@ -1,6 +1,6 @@
 """Fitting a run into a time budget (``hpubench run --budget 60m``): how many steps each cell gets.
 
-Pure: no torch, no I/O, no clock. The caller gives each cell's estimated costs (``hpubench.plan.estimate``)
+Pure: no torch, no I/O, no clock. The caller gives each cell's estimated costs (``hpubench.plan.cost``)
 and the seconds left; ``plan`` answers with step counts per cell, by construction within the budget:
 
 1. Every cell first gets its minimum: 1 warm-up step (the first step is never measured) and 2 measured
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpubench.plan.estimate import format_duration
+from hpubench.plan.cost import format_duration
 
 MIN_WARMUP = 1
 MIN_STEPS = 2

@@ -25,10 +25,10 @@ from typing import Any
 
 from hpubench.errors import UsageError
 from hpubench.plan import dimvalues as v
-from hpubench.plan import precisions
 from hpubench.plan.dimvalues import BadValue, Check, Context, Resolve, Rule, show
 from hpubench.plan.inventory import Inventory
-from hpubench.plan.precisions import PRECISIONS
+from hpubench.precision import spec as precisions
+from hpubench.precision.spec import PRECISIONS
 
 ENTRY_POINT_GROUP = "hpubench.dimensions"
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hpubench.core.extrawork import check_options
 from hpubench.errors import UsageError
+from hpubench.plan.extrawork import check_options
 from hpubench.plan.inventory import Inventory
 
 
@@ -363,9 +363,9 @@ def strategy_refuses_precision(cell: Any, _inventory: Inventory | None = None) -
 
 
 def accelerator_refuses(cell: Any, inventory: Inventory) -> str | None:
-    # deferred: an import cycle, not a cost: hpubench.core.accelerators imports hpubench.plan.cell, which
+    # deferred: an import cycle, not a cost: hpubench.accelerators imports hpubench.plan.cell, which
     # imports this module (through plan.dimensions), so the registry cannot be imported at module top.
-    from hpubench.core import accelerators
+    from hpubench import accelerators
 
     return accelerators.get(cell.accelerator).skip_reason(cell, inventory.device_name(cell.accelerator))
 

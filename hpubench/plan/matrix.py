@@ -69,7 +69,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hpubench.core import accelerators
+from hpubench import accelerators
 from hpubench.errors import UsageError
 from hpubench.measure.autosteps import AUTO, KNOBS
 from hpubench.plan import dimensions

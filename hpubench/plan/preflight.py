@@ -1,6 +1,6 @@
 """What a planned run will cost, before it runs, and keeping a budgeted run within its budget.
 
-The glue between the pure estimator (``hpubench.plan.estimate``), the pure budget planner
+The glue between the pure estimator (``hpubench.plan.cost``), the pure budget planner
 (``hpubench.plan.budget``) and the world: it runs the probe child (``hpubench.measure.probe``: models counted
 on meta, the device's matmul rate), reads earlier results, turns cells that cannot fit in memory into skipped
 cells with the estimate in their reason, and (``BudgetRun``) re-plans the remaining cells before each one with
@@ -24,8 +24,7 @@ from hpubench.errors import ProbeFailed, UsageError
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan.budget import BudgetItem, BudgetPlan, plan
 from hpubench.plan.cell import Cell, PlannedCell, flops_key, parse_flops_key
-from hpubench.plan.dimvalues import shards_state
-from hpubench.plan.estimate import (
+from hpubench.plan.cost import (
     Calibration,
     Estimate,
     Measured,
@@ -35,6 +34,7 @@ from hpubench.plan.estimate import (
     memory_skip_reason,
     rate_dtype,
 )
+from hpubench.plan.dimvalues import shards_state
 from hpubench.plan.inventory import Inventory
 from hpubench.present.outfile import os_error_text
 from hpubench.run.events import Event

@@ -2,7 +2,7 @@
 
 Each cell's weight is its estimated time at a fixed *nominal* rate (NOMINAL_TFLOPS, NOMINAL_PER_OP_S), from
 the model's FLOPs and operators counted on ``meta`` by the preflight probe: the estimator's own formula
-(``hpubench.plan.estimate``: fixed cost + first step + the other steps) with every calibrated or published
+(``hpubench.plan.cost``: fixed cost + first step + the other steps) with every calibrated or published
 rate replaced by constants. Why not the estimate ``run`` prints: that one divides by a matmul rate timed on
 this machine, which differs between the nodes of an array (and between two probes on one node), so two
 tasks could compute different partitions (see ``hpubench.plan.shard``). The nominal figures rank cells the
@@ -23,8 +23,8 @@ from typing import Any
 from hpubench.analysis.peaks import DTYPES
 from hpubench.plan import shard as shard_mod
 from hpubench.plan.cell import PlannedCell
-from hpubench.plan.estimate import Calibration, estimate_cell
-from hpubench.plan.estimate import fixed_s as estimate_fixed_s
+from hpubench.plan.cost import Calibration, estimate_cell
+from hpubench.plan.cost import fixed_s as estimate_fixed_s
 from hpubench.plan.preflight import Preflight, facts_key, model_facts
 
 NOMINAL_TFLOPS = 1.0  # one rate for every dtype: a weight, not a prediction

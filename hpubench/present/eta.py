@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hpubench.measure.stepfeed import PHASE_MEASURED, PHASE_WARMUP, FeedState
 from hpubench.present import numfmt
-from hpubench.run.stepfeed import PHASE_MEASURED, PHASE_WARMUP, FeedState
 
 RECENT_STEPS = 20  # "current" throughput: over the last this many measured steps
 PLAIN_EVERY_S = 10.0  # without a terminal, a line about the running cell at most this often

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpubench.analysis.benchmarkstats import pytest_benchmark_stats
 from hpubench.analysis.compare import group_runs
-from hpubench.core.runtimeinfo import RuntimeInfo
+from hpubench.analysis.stats.benchmark import pytest_benchmark_stats
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.present.outfile import write_output
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
+from hpubench.store.runtimeinfo import RuntimeInfo
 
 try:  # the version written into the file, as pytest-benchmark itself writes it
     from pytest_benchmark import __version__ as _PYTEST_BENCHMARK_VERSION

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from hpubench.analysis.gateoutcomes import (
+from hpubench.analysis.gate.outcomes import (
     FAILED,
     FIXED,
     IMPROVEMENT,
@@ -313,7 +313,7 @@ def junit_xml(
             suite,
             "testcase",
             {
-                "classname": _xml(f"hpubench.analysis.gate.{v.cell.workload}"),
+                "classname": _xml(f"hpubench.analysis.gate.decide.{v.cell.workload}"),
                 "name": _xml(v.key),
                 "time": "0",
             },

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hpubench.analysis.compare import Comparison
-from hpubench.analysis.stats import Estimate
+from hpubench.analysis.stats.summary import Estimate
 from hpubench.present import numfmt
 from hpubench.present.narrowtable import WIDE_MIN_COLUMNS
 from hpubench.present.shortkeys import shorten

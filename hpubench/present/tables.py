@@ -15,7 +15,7 @@ from hpubench.store.record import CellResult
 
 if TYPE_CHECKING:  # for annotations only
     from hpubench.analysis.compare import Comparison
-    from hpubench.analysis.stats import Estimate
+    from hpubench.analysis.stats.summary import Estimate
 
 
 NO_FIGURES = ("-",) * 7  # the figure columns of a row without a measurement

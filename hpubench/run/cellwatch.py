@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 
 from hpubench.measure.partial import with_partial
+from hpubench.measure.stepfeed import FeedReader
 from hpubench.present.eta import StepProgress, step_progress
-from hpubench.run.stepfeed import FeedReader
 from hpubench.store.record import CellResult
 
 TICK_S = 1.0

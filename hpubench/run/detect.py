@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpubench.core import accelerators
+from hpubench import accelerators
 from hpubench.plan.inventory import DeviceInfo, Inventory
 
 

@@ -82,7 +82,8 @@ def no_result_reason(exitcode: int | None, sig: int | None, memory: MemoryEviden
 
 
 def reply_reason(reply: Mapping[str, Any], timeout_s: float | None = None) -> str:
-    """A cell's reason from the wait's reply (``hpubench.run.childwait.wait_child``: the zygote's under fork
+    """A cell's reason from the wait's reply (``hpubench.run.executors.wait.wait_child``: the zygote's
+    under fork
     isolation, the launcher's own under spawn) when the child left no result."""
     if "error" in reply:
         return f"internal error in the worker pool: {reply['error']}"

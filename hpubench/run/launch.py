@@ -24,13 +24,13 @@ from hpubench.errors import UsageError
 from hpubench.plan.cell import PlannedCell
 from hpubench.plan.inventory import Inventory
 from hpubench.plan.runoptions import RunOptions
+from hpubench.plugins.files import import_limit_s
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.events import Event
 from hpubench.run.executors.base import LocalExecutor, WorkerSetup
 from hpubench.run.executors.distributed import DistExecutor
 from hpubench.run.executors.fork import ForkExecutor
 from hpubench.run.executors.spawn import SpawnExecutor
-from hpubench.run.pluginload import import_limit_s
 from hpubench.run.scheduler import Adjust, Scheduler
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore

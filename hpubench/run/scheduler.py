@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from hpubench.errors import UsageError
 from hpubench.measure.profile import trace_relpath
+from hpubench.measure.stepfeed import feed_path
 from hpubench.plan.cell import PlannedCell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.present.eta import StepProgress
@@ -29,7 +30,6 @@ from hpubench.run.cluster import ClusterEnv
 from hpubench.run.events import Event
 from hpubench.run.executors.base import CellRequest, Executor
 from hpubench.run.logcap import cap_log
-from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.store.rundir import ResultStore
 

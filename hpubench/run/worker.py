@@ -5,7 +5,8 @@ device frameworks are imported. Everything here goes through the core's interfac
 strategy, precision, mode) so the same code serves CPU, CUDA and HPU, one device or many.
 
 This module imports torch and the workloads at import: the processes that run cells import it only once
-their pre-import environment is in force (``hpubench.run.zygotechild``, ``hpubench.run.distributed.worker``).
+their pre-import environment is in force (``hpubench.run.forkserver.child``,
+``hpubench.run.distributed.worker``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ from typing import Any
 import torch
 
 import workloads
+from hpubench import accelerators
 from hpubench.analysis import peaks
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.quality import with_quality
-from hpubench.core import accelerators, precision, strategies
-from hpubench.core.batches import synthetic_batches
-from hpubench.core.extrawork import apply_options
-from hpubench.core.trainstep import build_step, make_optimizer, step_factory
 from hpubench.errors import CellSkipped
 from hpubench.measure.autosteps import warmup_extension
 from hpubench.measure.clocks import WARMUP_NOTE
@@ -37,13 +35,18 @@ from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.measure.loader import host_batches
 from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
+from hpubench.measure.stepfeed import FeedHeader, StepFeed
 from hpubench.measure.steps import measure_steps
 from hpubench.measure.stopping import AutoStop
-from hpubench.plan import precisions
 from hpubench.plan.cell import Cell, flops_key
+from hpubench.plan.extrawork import apply_options
 from hpubench.plan.runoptions import RunOptions
-from hpubench.run.stepfeed import FeedHeader, StepFeed
+from hpubench.precision import apply as precision
+from hpubench.precision import spec as precisions
+from hpubench.run.batches import synthetic_batches
+from hpubench.run.trainstep import build_step, make_optimizer, step_factory
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
+from hpubench.strategy import runtime as strategies
 from workloads.flops import count_step_flops
 
 TRACEBACK_LINES = 40
@@ -83,7 +86,7 @@ def run_cell(
     pass); they never change the cell or its plain figures. ``flops_hints`` are FLOP counts earlier cells
     of the same run made, by :func:`hpubench.plan.cell.flops_key`: counting on meta is most of a small cell's
     fixed cost, and the count depends only on the workload, its size and the batch.
-    ``progress_path``: where rank 0 streams its step times as they complete (``hpubench.run.stepfeed``).
+    ``progress_path``: where rank 0 streams its step times as they complete (``hpubench.measure.stepfeed``).
     """
     started_at = _utc_now()
     t0 = time.perf_counter()

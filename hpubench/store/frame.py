@@ -11,11 +11,11 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from hpubench.analysis.scaling import scaling_efficiencies
-from hpubench.core.memory import MemoryStats
 from hpubench.measure.ranks import rank_peaks
 from hpubench.plan import dimensions
 from hpubench.plan.cell import Cell
 from hpubench.plan.dimvalues import strategy_of
+from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult, Metrics
 
 if TYPE_CHECKING:

@@ -10,17 +10,18 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hpubench.core.memory import MemoryStats
-from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.measure.devicestats import MemorySample
 from hpubench.measure.loader import LoaderSplit
 from hpubench.measure.profile import ProfileResult
 from hpubench.measure.telemetry.summary import TelemetryResult
 from hpubench.plan.cell import Cell
+from hpubench.store.memory import MemoryStats
 from hpubench.store.recordcheck import RecordError, check_record
+from hpubench.store.runtimeinfo import RuntimeInfo
 
 SCHEMA_VERSION = 2
-# Versions this hpubench reads. 2: ``runtime`` is read as a typed ``RuntimeInfo`` (hpubench.core.runtimeinfo);
+# Versions this hpubench reads. 2: ``runtime`` is read as a typed ``RuntimeInfo``
+# (hpubench.store.runtimeinfo);
 # its JSON is the same object as in 1, so a version-1 record reads unchanged (tests/data/v1_run).
 READABLE_SCHEMAS: tuple[int, ...] = (1, 2)
 

@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from hpubench.plan import precisions
 from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, MODES
+from hpubench.precision import spec as precisions
 
 REQUIRED_CELL_FIELDS: tuple[str, ...] = FIRST_RELEASE_DIMENSIONS
 # Metrics whose value may legitimately be NaN or infinite: a loss that diverged is a fact to record.

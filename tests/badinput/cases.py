@@ -592,7 +592,7 @@ add(
     "--master-addr 'nosuchhost.invalid' does not resolve",
 )
 
-# A plugin import's time limit (hpubench.run.pluginload): a positive, finite number of seconds.
+# A plugin import's time limit (hpubench.plugins.files): a positive, finite number of seconds.
 for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
     add(
         "env",

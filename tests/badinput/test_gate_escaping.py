@@ -14,8 +14,8 @@ import xml.dom.minidom
 import numpy as np
 from rich.console import Console
 
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.plan.cell import Cell
 from hpubench.present.gate_report import junit_xml, markdown, terminal_table
 from hpubench.store.record import CellResult

@@ -158,7 +158,7 @@ def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
 def test_a_spawned_cell_fails_naming_the_plugin_and_the_limit(workdir) -> None:
     cwd, plugin = workdir
     cell = json.dumps(Cell("mlp").to_dict())
-    argv = [sys.executable, "-m", "hpubench.run.zygote", "--once", cell, "r.json", "cell.log"]
+    argv = [sys.executable, "-m", "hpubench.run.forkserver.server", "--once", cell, "r.json", "cell.log"]
     argv += ["--workloads-from", str(plugin)]
     done, elapsed = _run(cwd, plugin, argv)
     assert elapsed < LIMIT_S + MARGIN_S

@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 from contract_doubles import FOREIGN, double_env, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.plan.cell import Cell
 
 BASE_W, STEP_W = 420.0, 50.0  # the double's module m draws BASE_W + m * STEP_W (5% ripple)

@@ -19,7 +19,7 @@ import pytest
 import torch
 from contract_doubles import ROOT, double_env, logged
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 
 
 def test_the_count_is_every_module_of_the_host(bridge) -> None:

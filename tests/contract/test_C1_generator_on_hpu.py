@@ -10,9 +10,9 @@ import torch
 from contract_doubles import double_env, run_worker
 
 import workloads
-from hpubench.core.accelerators.cpu import CPUAccelerator
-from hpubench.core.accelerators.hpu import HPUAccelerator
-from hpubench.core.batches import synthetic_batches
+from hpubench.accelerators.cpu import CPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
+from hpubench.run.batches import synthetic_batches
 
 REFUSAL = re.escape("Device type HPU is not supported for torch.Generator() api")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from contract_doubles import double_env, logged, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.plan.cell import Cell
 
 ACQUIRE_FAILED = "Device acquire failed"

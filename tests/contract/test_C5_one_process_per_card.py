@@ -113,7 +113,7 @@ def test_hpubench_never_cleans_up_a_device_it_did_not_set_up(bridge) -> None:
     """The bridge's cleanup asserts before device init: a process that only looked at the bridge (doctor's
     child, a skipped cell) must not run it when it gives its devices back."""
     core = bridge()
-    from hpubench.core.accelerators.hpu import HPUAccelerator
+    from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 
     acc = HPUAccelerator(0)
     acc.device_name()  # a look, no setup

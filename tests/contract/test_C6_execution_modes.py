@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.plan.cell import Cell
 
 GRAPH_APIS = ("ModuleCacher", "wrap_in_hpu_graph")

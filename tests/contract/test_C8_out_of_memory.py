@@ -12,8 +12,8 @@ import pytest
 import torch
 from contract_doubles import double_env, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
-from hpubench.core.accelerators.hpu_rules import card_memory
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
+from hpubench.accelerators.hpu.rules import card_memory
 
 GIB = 1024**3
 DEVMEM = re.compile(

@@ -14,7 +14,7 @@ import pytest
 import torch
 from contract_doubles import double_env, logged, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.errors import CellSkipped
 from hpubench.plan.cell import MODES, Cell
 from hpubench.plan.inventory import DeviceInfo, Inventory

@@ -7,8 +7,8 @@ import pytest
 import torch
 from contract_doubles import double_env, run_worker
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
-from hpubench.core.accelerators.hpu_rules import gaudi_generation
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
+from hpubench.accelerators.hpu.rules import gaudi_generation
 
 
 @pytest.mark.parametrize(

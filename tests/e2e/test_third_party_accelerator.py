@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PLUGIN = '''
-from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.accelerators.cpu import CPUAccelerator
 
 
 class TinyAccelerator(CPUAccelerator):

@@ -15,8 +15,8 @@ import contextlib
 
 import torch
 
-from hpubench.core.precision import PreparedPrecision
-from hpubench.plan.precisions import Precision
+from hpubench.precision.apply import PreparedPrecision
+from hpubench.precision.spec import Precision
 
 
 def apply(model, acc):

@@ -8,9 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
-from hpubench.core.runtimeinfo import RuntimeInfo
 from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION
+from hpubench.store.runtimeinfo import RuntimeInfo
 
 V1 = Path(__file__).resolve().parents[1] / "data" / "v1_run"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hpubench.core.strategies import REPLICA_CHECK_ENV
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.measure.conditions import plan_threads, thread_policy
 from hpubench.measure.stopping import next_check
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Launcher
 from hpubench.store.rundir import ResultStore
+from hpubench.strategy.runtime import REPLICA_CHECK_ENV
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 MARK = "HPUBENCH_TEST_MARK"

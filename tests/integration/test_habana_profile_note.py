@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.core.accelerators.hpu_rules import habana_profile_in_force
+from hpubench.accelerators.hpu.rules import habana_profile_in_force
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,9 +28,9 @@ STEP = textwrap.dedent(
     import sys
     import torch
     import workloads
-    from hpubench.core.accelerators.hpu import HPUAccelerator
-    from hpubench.core.precision import prepare
-    from hpubench.core.trainstep import make_optimizer, step_factory
+    from hpubench.accelerators.hpu.accelerator import HPUAccelerator
+    from hpubench.precision.apply import prepare
+    from hpubench.run.trainstep import make_optimizer, step_factory
 
     acc = HPUAccelerator(0)
     acc.setup()

@@ -22,7 +22,7 @@ import torch
 from hpudouble import FAKES, purge_double
 from torch import nn
 
-from hpubench.core.accelerators.hpu import HPUAccelerator
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.errors import CellSkipped
 from hpubench.plan.cell import Cell
 
@@ -427,7 +427,7 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
             import sys
             sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
             import torch
-            from hpubench.core.accelerators.hpu import HPUAccelerator
+            from hpubench.accelerators.hpu.accelerator import HPUAccelerator
             from habana_frameworks import _double
             from test_hpu_double import _train
 

@@ -1,4 +1,5 @@
-"""HPU cells through the pre-warmed fork server (``hpubench.run.zygote``) on the strict double (C2, C3).
+"""HPU cells through the pre-warmed fork server (``hpubench.run.forkserver.server``) on the strict double
+(C2, C3).
 
 With autoload (C2) ``import torch`` in the fork server loads the bridge, and every cell child is forked
 from it. C3 says a child forked after the bridge initialised cannot use the device, and leaves open

@@ -252,7 +252,7 @@ def test_a_broken_workload_file_is_one_usage_error_line(tmp_path: Path) -> None:
             launcher.detect()
         msg = str(exc.value)
         assert "broken.py" in msg and "syntax error" in msg and "\n" not in msg
-    _assert_no_leftovers("hpubench.run.zygote --workloads-from " + str(bad))
+    _assert_no_leftovers("hpubench.run.forkserver.server --workloads-from " + str(bad))
 
 
 @pytest.mark.slow

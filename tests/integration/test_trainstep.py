@@ -5,9 +5,9 @@ import pytest
 import torch
 
 import workloads
-from hpubench.core import precision
-from hpubench.core.accelerators.cpu import CPUAccelerator
-from hpubench.core.trainstep import make_optimizer, step_factory
+from hpubench.accelerators.cpu import CPUAccelerator
+from hpubench.precision import apply as precision
+from hpubench.run.trainstep import make_optimizer, step_factory
 from workloads.base import Workload
 
 SEED = 7

@@ -5,8 +5,8 @@ import math
 import pytest
 
 import workloads
+from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.analysis.quality import OK, VERDICTS, assess_record
-from hpubench.core.accelerators.cpu import CPUAccelerator
 from hpubench.plan.cell import Cell, flops_key
 from hpubench.run.worker import run_cell
 from workloads.flops import count_step_flops

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 ENV = "HPUBENCH_MUTANT"
-HPU = "hpubench.core.accelerators.hpu"
+HPU = "hpubench.accelerators.hpu.accelerator"
 TWO_RANKS = (
     "tests/contract/test_C13_import_side_effects.py::"
     "test_each_rank_imports_the_bridge_with_its_rank_variables_in_place"
@@ -43,7 +43,7 @@ def _fork_after_detection(zygote: ModuleType) -> None:
     original = zygote.fork_and_wait
 
     def fork_and_wait(*args: Any, **kwargs: Any) -> Any:
-        from hpubench.core.accelerators.hpu import HPUAccelerator
+        from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 
         HPUAccelerator.is_available()  # the fork server detects, then forks the cell's child
         return original(*args, **kwargs)
@@ -104,13 +104,13 @@ def _cleanup_unset_device(device: ModuleType) -> None:
 MUTANTS: dict[str, Mutant] = {
     "cpu_tensor_in_hccl_collective": Mutant(
         "a barrier as an all-reduce of a host tensor in the hccl group",
-        "hpubench.core.strategies",
+        "hpubench.strategy.runtime",
         _cpu_tensor_barrier,
         (TWO_RANKS,),
     ),
     "fork_after_detection": Mutant(
         "the fork server detects devices before it forks a cell's child",
-        "hpubench.run.zygote",
+        "hpubench.run.forkserver.server",
         _fork_after_detection,
         ("tests/integration/test_hpu_fork_server.py",),
     ),
@@ -139,7 +139,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "trust_the_hbm_size": Mutant(
         "planning against 32 / 96 / 128 GiB instead of the usable pool",
-        "hpubench.core.accelerators.hpu_rules",
+        "hpubench.accelerators.hpu.rules",
         _trust_hbm,
         (
             "tests/contract/test_C8_out_of_memory.py::test_limit_is_the_usable_pool_and_hpubench_plans_against_it",
@@ -168,7 +168,7 @@ MUTANTS: dict[str, Mutant] = {
     ),
     "cleanup_without_device": Mutant(
         "running the bridge's cleanup in a process that never initialised the device",
-        "hpubench.core.accelerators.hpu_device",
+        "hpubench.accelerators.hpu.device",
         _cleanup_unset_device,
         (
             "tests/contract/test_C5_one_process_per_card.py::test_hpubench_never_cleans_up_a_device_it_did_not_set_up",

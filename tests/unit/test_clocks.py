@@ -12,8 +12,8 @@ import time
 import pytest
 import torch
 
-from hpubench.core.accelerators.cpu import CPUAccelerator
-from hpubench.core.accelerators.cuda import CUDAAccelerator
+from hpubench.accelerators.cpu import CPUAccelerator
+from hpubench.accelerators.cuda.accelerator import CUDAAccelerator
 from hpubench.measure.clocks import EventClock, HostClock
 from hpubench.measure.steps import measure_steps
 

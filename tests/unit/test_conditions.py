@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.measure.conditions import (
     DEFAULT_THREAD_POLICY,
     THREADS_ENV,

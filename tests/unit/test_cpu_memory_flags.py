@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.core.accelerators.cpu import CPUAccelerator
+from hpubench.accelerators.cpu import CPUAccelerator
 
 
 def test_allocator_settings_in_force_are_recorded_with_the_thread_settings(

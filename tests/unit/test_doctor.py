@@ -6,6 +6,14 @@ import json
 
 import pytest
 
+from hpubench.accelerators import get
+from hpubench.accelerators.hpu.doctor import (
+    HLML_LIB,
+    autoload_finding,
+    lazy_mode_finding,
+    parse_modules,
+    visible_modules_findings,
+)
 from hpubench.analysis.doctor import (
     FAIL,
     OK,
@@ -22,14 +30,6 @@ from hpubench.analysis.doctor import (
     telemetry_finding,
     thread_findings,
     to_json,
-)
-from hpubench.core.accelerators import get
-from hpubench.core.accelerators.hpu_doctor import (
-    HLML_LIB,
-    autoload_finding,
-    lazy_mode_finding,
-    parse_modules,
-    visible_modules_findings,
 )
 from hpubench.measure.doctor_probe import governors
 

@@ -1,11 +1,11 @@
-"""The estimator's formulas (hpubench.plan.estimate): memory per device, step time, sources, parsing."""
+"""The estimator's formulas (hpubench.plan.cost): memory per device, step time, sources, parsing."""
 
 from __future__ import annotations
 
 import pytest
 
-from hpubench.plan import estimate as E
-from hpubench.plan.estimate import Calibration, ModelFacts
+from hpubench.plan import cost as E
+from hpubench.plan.cost import Calibration, ModelFacts
 
 GPT_STD = ModelFacts(
     params=124_439_808,

@@ -10,9 +10,8 @@ import pytest
 from gatedata import drifting_side, make_result, make_side
 
 from hpubench.analysis.compare import compare
-from hpubench.analysis.estimator import estimate_change
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gateoutcomes import (
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.outcomes import (
     IMPROVEMENT,
     INSUFFICIENT,
     NO_CHANGE,
@@ -20,8 +19,9 @@ from hpubench.analysis.gateoutcomes import (
     NOT_COMPARABLE,
     REGRESSION,
 )
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.analysis.prices import Tables
+from hpubench.analysis.stats.estimator import estimate_change
 from hpubench.plan.cell import Cell
 
 CELL = Cell("mlp")

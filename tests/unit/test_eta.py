@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hpubench.measure.stepfeed import FeedHeader, FeedState
 from hpubench.present.eta import (
     SCALE_BOUNDS,
     RunEstimate,
@@ -14,7 +15,6 @@ from hpubench.present.eta import (
     run_left_s,
     step_progress,
 )
-from hpubench.run.stepfeed import FeedHeader, FeedState
 
 HEADER = FeedHeader(
     steps=100, warmup_steps=3, samples_per_step=10, tokens_per_step=None, flops_per_step=None, world_size=1

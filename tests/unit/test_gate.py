@@ -11,9 +11,8 @@ from gatedata import MIB, ar1_steps, make_result, make_side, regime_side
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hpubench.analysis.estimator import RunSpread, estimate_change
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gateoutcomes import (
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.outcomes import (
     FAILED,
     FIXED,
     IMPROVEMENT,
@@ -28,16 +27,17 @@ from hpubench.analysis.gateoutcomes import (
     SKIPPED,
     STILL_FAILING,
 )
-from hpubench.analysis.gaterules import (
+from hpubench.analysis.gate.rules import (
     GateSettings,
     permutation_test_can_decide,
     runs_needed_for_permutation_test,
 )
-from hpubench.core.memory import MemoryStats
-from hpubench.core.runtimeinfo import RuntimeInfo
+from hpubench.analysis.stats.estimator import RunSpread, estimate_change
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
+from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult
+from hpubench.store.runtimeinfo import RuntimeInfo
 
 CELLS = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
 # Most tests here use stationary step noise (AR(1), no slow stretches), for which the mean is the

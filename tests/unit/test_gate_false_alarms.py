@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from gatedata import drifting_side
 
-from hpubench.analysis.estimator import RunSpread, run_to_run_spread
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gateoutcomes import INSUFFICIENT, REGRESSION
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.outcomes import INSUFFICIENT, REGRESSION
+from hpubench.analysis.gate.rules import GateSettings
+from hpubench.analysis.stats.estimator import RunSpread, run_to_run_spread
 from hpubench.plan.cell import Cell
 
 GATES = 400

@@ -10,8 +10,8 @@ import numpy as np
 from gatedata import MIB, make_side
 from rich.console import Console
 
-from hpubench.analysis.gate import gate
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.plan.cell import Cell
 from hpubench.present.gate_report import junit_xml, markdown, ordered, terminal_table
 from hpubench.store.record import CellResult
@@ -81,7 +81,7 @@ def test_junit_xml_has_one_testcase_per_cell_and_failures_exactly_where_the_gate
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["verdict"] == "failed" and props["baseline"] == "main" and props["alpha"] == "0.01"
     assert props["statistic"] == "min" and props["test"] == "auto"
-    assert all(c.get("classname").startswith("hpubench.analysis.gate.") for c in cases)
+    assert all(c.get("classname").startswith("hpubench.analysis.gate.decide.") for c in cases)
     assert "permutation test" in cases[0].find("system-out").text
 
 

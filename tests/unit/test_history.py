@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from gatedata import make_side
 
-from hpubench.analysis.gateoutcomes import IMPROVEMENT, NO_CHANGE, REGRESSION
-from hpubench.analysis.gaterules import GateSettings
+from hpubench.analysis.gate.outcomes import IMPROVEMENT, NO_CHANGE, REGRESSION
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.analysis.history import Point, build, order_points, summary
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell

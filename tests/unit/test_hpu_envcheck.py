@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.accelerators.hpu import envcheck as ec
+from hpubench.accelerators.hpu.doctor import bridge_build_facts, findings
 from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, exit_code
-from hpubench.core.accelerators import hpu_envcheck as ec
-from hpubench.core.accelerators.hpu_doctor import bridge_build_facts, findings
 
 EIGHT = list(range(8))
 

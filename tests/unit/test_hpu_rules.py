@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpubench.core.accelerators import fork_server_env, get
-from hpubench.core.accelerators.hpu import HPUAccelerator
-from hpubench.core.accelerators.hpu_rules import (
+from hpubench.accelerators import fork_server_env, get
+from hpubench.accelerators.hpu.accelerator import HPUAccelerator
+from hpubench.accelerators.hpu.rules import (
     FP32_LIST_ENV,
     LOWER_LIST_ENV,
     gaudi_generation,
@@ -222,7 +222,7 @@ def test_importing_the_module_imports_neither_torch_nor_habana(with_double: bool
     if with_double:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAKES), env.get("PYTHONPATH")]))
     code = (
-        "import sys, hpubench.core.accelerators.hpu as m\n"
+        "import sys, hpubench.accelerators.hpu.accelerator as m\n"
         "from hpubench.plan.cell import Cell\n"
         "m.HPUAccelerator.skip_reason(Cell(workload='mlp', accelerator='hpu'), 'GAUDI2')\n"
         "m.HPUAccelerator.env_before_import(Cell(workload='mlp', accelerator='hpu'))\n"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.core import accelerators
+from hpubench import accelerators
 from hpubench.errors import UsageError
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan import matrix
@@ -608,7 +608,8 @@ def test_explain_counts():
 def test_matrix_stays_pure():
     code = (
         "import sys\n"
-        "from hpubench.plan import matrix\nfrom hpubench.analysis import stats, peaks\n"
+        "from hpubench.plan import matrix\nfrom hpubench.analysis import peaks\n"
+        "from hpubench.analysis.stats import summary\n"
         "from hpubench.plan.inventory import DeviceInfo, Inventory\n"
         "inv = Inventory((DeviceInfo('cpu', 2, 'x'),))\n"
         "matrix.expand(matrix.preset('smoke'), inv, {w: ('tiny',) for w in ('mlp','resnet','gpt','bert')})\n"

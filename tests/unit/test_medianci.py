@@ -1,11 +1,11 @@
-"""The median's distribution-free interval (hpubench.analysis.medianci), checked against the binomial
+"""The median's distribution-free interval (hpubench.analysis.stats.medianci), checked against the binomial
 counts worked by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from hpubench.analysis.medianci import median_interval
+from hpubench.analysis.stats.medianci import median_interval
 
 
 def test_five_values_allow_only_min_max_at_93_75_percent() -> None:

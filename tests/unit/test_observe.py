@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.measure.devicestats import MemorySample, MemoryTimeline, should_sample
 from hpubench.measure.loader import split_from_times
@@ -21,6 +20,7 @@ from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import ProfileOptions, RunOptions
 from hpubench.present.tables import observation_tables, sparkline
 from hpubench.run.scheduler import cell_options
+from hpubench.store.memory import MemoryStats
 from hpubench.store.record import STATUS_OK, CellResult
 
 # ---- run options --------------------------------------------------------------------------------------

@@ -8,9 +8,8 @@ from typing import ClassVar
 
 import pytest
 
-from hpubench.core import extrawork
 from hpubench.errors import UsageError
-from hpubench.plan import matrix
+from hpubench.plan import extrawork, matrix
 from hpubench.plan.cell import Cell
 from hpubench.plan.cliparse import parse_dimensions
 from hpubench.plan.inventory import DeviceInfo, Inventory

@@ -9,7 +9,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from hpubench.analysis.medianci import median_interval
+from hpubench.analysis.stats.medianci import median_interval
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "overhead_report.py"
 _spec = importlib.util.spec_from_file_location("overhead_report", _PATH)

@@ -14,7 +14,7 @@ from hpubench.analysis.peaks import (
     peak_for,
     share_in_tf32,
 )
-from hpubench.plan.precisions import PRECISIONS
+from hpubench.precision.spec import PRECISIONS
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"
 

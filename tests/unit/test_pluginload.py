@@ -1,4 +1,4 @@
-"""The plugin-import limit (hpubench.run.pluginload): its value, and the bound on one import, in-process.
+"""The plugin-import limit (hpubench.plugins.files): its value, and the bound on one import, in-process.
 
 The processes that really import workload files are covered in tests/badinput/test_hung_plugin.py.
 """
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from hpubench.errors import UsageError
-from hpubench.run import pluginload
+from hpubench.plugins import files as pluginload
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hpubench.plan.cell import Cell, PlannedCell
-from hpubench.plan.estimate import GIB, Estimate, Measured
+from hpubench.plan.cost import GIB, Estimate, Measured
 from hpubench.plan.inventory import DeviceInfo, Inventory
 from hpubench.plan.preflight import (
     CELL_OVERRUN,

@@ -12,7 +12,7 @@ from hpubench.analysis.pareto import pareto_front
 from hpubench.analysis.peaks import PEAKS, entry_for
 from hpubench.analysis.pricefile import load_tables
 from hpubench.analysis.prices import DEFAULT_ORIGIN, PRICES, Tables, check_price
-from hpubench.analysis.stats import Estimate
+from hpubench.analysis.stats.summary import Estimate
 from hpubench.errors import UsageError
 
 HARDWARE_MD = Path(__file__).resolve().parents[3] / "shared" / "hardware.md"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.core.runtimeinfo import RuntimeInfo
+from hpubench.store.runtimeinfo import RuntimeInfo
 
 
 def test_known_facts_are_attributes_and_unknown_keys_survive_a_round_trip() -> None:

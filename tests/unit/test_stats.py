@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.analysis import stats
-from hpubench.analysis.stats import describe, throughput
+from hpubench.analysis.stats import summary as stats
+from hpubench.analysis.stats.summary import describe, throughput
 
 # ---- describe ---------------------------------------------------------------------------------------
 

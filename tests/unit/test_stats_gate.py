@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.analysis import benchmarkstats, correction, locations, ratiotests, studentt
-from hpubench.analysis.locations import LogLocation
+from hpubench.analysis.stats import benchmark as benchmarkstats
+from hpubench.analysis.stats import correction, locations, ratiotests, studentt
+from hpubench.analysis.stats.locations import LogLocation
 
 
 def _ar1(rng: np.random.Generator, n: int, rho: float, cv: float = 0.05) -> np.ndarray:

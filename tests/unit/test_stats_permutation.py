@@ -1,4 +1,4 @@
-"""The permutation test between runs in hpubench.analysis.ratiotests: p-values against a brute-force
+"""The permutation test between runs in hpubench.analysis.stats.ratiotests: p-values against a brute-force
 count, what slow runs do to it, the random-relabelling branch, and what a test of few runs can reach."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpubench.analysis import locations, ratiotests
+from hpubench.analysis.stats import locations, ratiotests
 
 
 def _counted_tails(base: list[float], cur: list[float]) -> tuple[float, float]:

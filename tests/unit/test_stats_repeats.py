@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hpubench.analysis.stats import (
+from hpubench.analysis.stats.summary import (
     bootstrap_repeats_throughput,
     repeats_mean,
     throughput,

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.core.memory import MemoryStats
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
 from hpubench.plan.inventory import DeviceInfo, Inventory
 from hpubench.store.frame import COLUMNS, to_dataframe
+from hpubench.store.memory import MemoryStats
 from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION, CellResult, Metrics
 from hpubench.store.rundir import ResultStore

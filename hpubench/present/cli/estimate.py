@@ -14,7 +14,7 @@ from rich.table import Table
 
 from hpubench.errors import UsageError
 from hpubench.plan.budget import BudgetPlan
-from hpubench.plan.estimate import format_bytes, format_duration, parse_duration
+from hpubench.plan.cost import format_bytes, format_duration, parse_duration
 from hpubench.plan.preflight import BudgetRun, Preflight, preflight, write_estimates
 from hpubench.present.eta import RunEstimate
 from hpubench.present.skipsummary import summary_lines

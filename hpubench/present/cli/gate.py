@@ -173,8 +173,8 @@ def register(app: typer.Typer) -> None:
         run-to-run spread). Every cell shows the smallest slowdown its runs could detect."""
         # deferred, as every command's work: the gate, its reports and the baselines pull numpy; the CLI
         # starts (and prints --help) without it
-        from hpubench.analysis import gate as gate_mod  # deferred: numpy
-        from hpubench.analysis import gaterules  # deferred: numpy
+        from hpubench.analysis.gate import decide as gate_mod  # deferred: numpy
+        from hpubench.analysis.gate import rules as gaterules  # deferred: numpy
         from hpubench.analysis.runspread import stored_spreads  # deferred: numpy
         from hpubench.present.gate_report import junit_xml, terminal_table  # deferred: numpy
         from hpubench.present.gate_report import markdown as render_markdown  # deferred: numpy

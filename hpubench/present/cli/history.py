@@ -57,8 +57,8 @@ def register(app: typer.Typer) -> None:
         verdict between each two consecutive baselines (what 'gate' would have said at each step)."""
         # deferred, as every command's work: the CLI starts without pandas, jinja2, plotly (reports) or
         # numpy (the gate, the history, the baselines)
-        from hpubench.analysis import gaterules  # deferred: numpy
         from hpubench.analysis import history as history_mod  # deferred: numpy
+        from hpubench.analysis.gate import rules as gaterules  # deferred: numpy
         from hpubench.store.historyload import load_points  # deferred: numpy
         from reports.history import history_html  # deferred: pandas, jinja2, plotly
 

@@ -53,7 +53,7 @@ def list_cells(
     models on meta and times a linear layer)."""
     # deferred, as every command's work: api and the estimates pull numpy; the CLI starts without it
     from hpubench import api  # deferred: numpy (api)
-    from hpubench.core.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
+    from hpubench.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
     from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
 
     started = cli_estimate.now()

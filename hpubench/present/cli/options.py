@@ -25,7 +25,7 @@ from hpubench.errors import UsageError
 from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan import dimensions
 from hpubench.plan.cliparse import parse_dimensions
-from hpubench.run.pluginload import DEFAULT_LIMIT_S
+from hpubench.plugins.files import DEFAULT_LIMIT_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PREFIX = "dim_"  # parameter names; typer shows the flags, so a dimension cannot clash with "out", ...

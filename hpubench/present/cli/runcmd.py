@@ -20,6 +20,7 @@ from hpubench.plan import shard as shard_mod
 from hpubench.plan.cliparse import check_timeout, out_dir
 from hpubench.plan.modeldirs import with_model_dirs
 from hpubench.plan.runoptions import ProfileOptions, RunOptions
+from hpubench.plugins.files import import_limit_s
 from hpubench.present.cli.consoles import err_console, out_console, print_observations
 from hpubench.present.cli.options import (
     DEFAULT_TIMEOUT_S,
@@ -55,7 +56,6 @@ from hpubench.present.cli.options import (
     dimension_overrides,
 )
 from hpubench.present.eta import PLAIN_EVERY_S
-from hpubench.run.pluginload import import_limit_s
 
 
 def register(app: typer.Typer) -> None:
@@ -153,7 +153,7 @@ def run(
     # deferred, as every command's work: the CLI starts (and prints --help) without numpy (api, shardplan,
     # the estimates), the accelerator registry or the live view (about 0.3 s together)
     from hpubench import api  # deferred: numpy (api)
-    from hpubench.core.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
+    from hpubench.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
     from hpubench.plan import shardplan  # deferred: numpy
     from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
     from hpubench.present.liveview import LiveView  # deferred: rich.live, ~10 ms

@@ -29,7 +29,6 @@ import psutil
 
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run import oomwatch, proctree
-from hpubench.run.childwait import killpg
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.distributed.spec import (
     AGENT_LOG_FILE,
@@ -40,6 +39,7 @@ from hpubench.run.distributed.spec import (
     rank_status_file,
     rendezvous_id,
 )
+from hpubench.run.executors.wait import killpg
 from hpubench.run.exitwords import MemoryEvidence, ended_how
 from hpubench.run.procwait import wait_exit
 from hpubench.store.record import STATUS_FAILED, STATUS_SKIPPED, CellResult

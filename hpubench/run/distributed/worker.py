@@ -25,13 +25,13 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
-from hpubench.core import accelerators
-from hpubench.core.accelerators import release_all
+from hpubench import accelerators
+from hpubench.accelerators import release_all
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
-from hpubench.run import zygotechild
 from hpubench.run.distributed.agent import die_with_parent
 from hpubench.run.distributed.spec import RESULT_FILE, LaunchSpec, rank_status_file
+from hpubench.run.forkserver import child as zygotechild
 from hpubench.store.record import STATUS_FAILED
 from hpubench.store.rundir import write_json_atomic
 
@@ -86,7 +86,7 @@ def _record_main(spec: LaunchSpec) -> int:
     # gather, which a rank that died or hung never joins.
     result = run_cell(cell, options=_options(spec, rank), progress_path=spec.feed)
     if result.status != STATUS_FAILED:
-        from hpubench.core.strategies import DDP  # deferred: imports torch (see run_cell above)
+        from hpubench.strategy.runtime import DDP  # deferred: imports torch (see run_cell above)
 
         DDP.destroy()  # every rank passed the teardown barrier; the model is gone with run_cell's frame
     if result.status == STATUS_FAILED:

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpubench.core import accelerators
+from hpubench import accelerators
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run import proctree
-from hpubench.run.childresult import Detected, collect, failed
+from hpubench.run.executors.result import Detected, collect, failed
 from hpubench.run.sourceroot import with_source_root
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
@@ -50,7 +50,9 @@ class CellRequest:
     log: Path
     timeout_s: float
     options: RunOptions | None = None
-    feed: Path | None = None  # where the cell streams its steps (``hpubench.run.stepfeed``); None: nowhere
+    feed: Path | None = (
+        None  # where the cell streams its steps (``hpubench.measure.stepfeed``); None: nowhere
+    )
     repeat: int = 0  # the pass of the plan it belongs to
     position: int = 0  # its place in the plan (0-based), within the pass
 

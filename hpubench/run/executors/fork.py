@@ -1,6 +1,7 @@
 """Cells forked from pre-warmed zygotes: the default executor, and the cheapest per cell.
 
-A fresh interpreter would pay ``import torch`` (1-2 s) for every cell; a zygote (``hpubench.run.zygote``)
+A fresh interpreter would pay ``import torch`` (1-2 s) for every cell; a zygote
+(``hpubench.run.forkserver.server``)
 pays it once and forks a child per cell, which costs milliseconds. A zygote that dies with its cell is
 that cell's failure, and a fresh one serves the next; one that cannot start at all fails every cell that
 needs its environment, with the reason, instead of ending the run.
@@ -15,8 +16,6 @@ from typing import Any
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.plan.cell import flops_key
 from hpubench.run import exitwords
-from hpubench.run.childresult import Detected, detected, detection_failed, failed, last_line, read_out, tail
-from hpubench.run.childwait import KILL_GRACE_S
 from hpubench.run.executors.base import (
     DETECT_TIMEOUT_S,
     CellOutcome,
@@ -27,7 +26,17 @@ from hpubench.run.executors.base import (
     WorkerSetup,
     server_signature,
 )
-from hpubench.run.zygoteclient import ZygoteDied, ZygotePool, ZygoteStartFailed
+from hpubench.run.executors.result import (
+    Detected,
+    detected,
+    detection_failed,
+    failed,
+    last_line,
+    read_out,
+    tail,
+)
+from hpubench.run.executors.wait import KILL_GRACE_S
+from hpubench.run.forkserver.client import ZygoteDied, ZygotePool, ZygoteStartFailed
 from hpubench.store.record import CellResult
 
 # How long past a cell's own timeout the zygote may take to answer before it is declared wedged.

@@ -3,7 +3,7 @@ imported torch is unsafe; and the doctor's detection, which must see what a fres
 
 Each child pays ``import torch`` itself; it says when its imports are done (a byte on a pipe), and the
 cell's timeout starts there, so a timeout means the same under both isolations. The wait is the
-zygote's own (``hpubench.run.childwait``): the timeout on the whole process group, leftovers killed.
+zygote's own (``hpubench.run.executors.wait``): the timeout on the whole process group, leftovers killed.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from typing import Any
 
 from hpubench.errors import ProbeFailed, UsageError
 from hpubench.run import exitwords
-from hpubench.run.childresult import Detected, detected, detection_failed, last_line, read_out, tail
-from hpubench.run.childwait import killpg, wait_child
 from hpubench.run.executors.base import (
     DETECT_TIMEOUT_S,
     WORKER_START_TIMEOUT_S,
@@ -32,18 +30,20 @@ from hpubench.run.executors.base import (
     WorkerSetup,
     server_signature,
 )
-from hpubench.run.zygotewire import usage_line
+from hpubench.run.executors.result import Detected, detected, detection_failed, last_line, read_out, tail
+from hpubench.run.executors.wait import killpg, wait_child
+from hpubench.run.forkserver.wire import usage_line
 
 
 class SpawnExecutor(LocalExecutor):
-    """Each cell in ``python -m hpubench.run.zygote --once``, its own session."""
+    """Each cell in ``python -m hpubench.run.forkserver.server --once``, its own session."""
 
     def __init__(self, setup: WorkerSetup) -> None:
         super().__init__(setup)
         self._proc: subprocess.Popen[bytes] | None = None  # the child running now
 
     def _args(self, *args: str) -> list[str]:
-        argv = [self.setup.python, "-m", "hpubench.run.zygote", *args]
+        argv = [self.setup.python, "-m", "hpubench.run.forkserver.server", *args]
         for f in self.setup.workload_files:
             argv += ["--workloads-from", f]
         return argv
@@ -123,7 +123,8 @@ class SpawnExecutor(LocalExecutor):
     def _detect_child(
         self, out: Path, log: Path, extra_args: list[str]
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-        """``python -m hpubench.run.zygote --detect``: its JSON (None when it wrote none) and how it ended."""
+        """``python -m hpubench.run.forkserver.server --detect``: its JSON (None when it wrote none) and
+        how it ended."""
         with open(log, "wb") as logf:
             proc = subprocess.Popen(
                 self._args("--detect", str(out), *extra_args),

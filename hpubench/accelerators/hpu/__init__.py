@@ -1,0 +1,2 @@
+"""The Gaudi (HPU) accelerator: the hooks (``accelerator``) and the bridge facts they rest on, one module
+each."""

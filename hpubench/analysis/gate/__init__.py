@@ -1,0 +1,2 @@
+"""Regression gating, one module per step: inputs, rules, verdicts, outcomes, notes, and ``decide`` over a
+matrix."""

@@ -1,0 +1,136 @@
+"""The notes under a gate's verdict: what a reader must know to trust it (cells that could not be tested,
+spreads that were modelled, too few runs for the permutation test, sides measured apart, a changed device
+or thread or heap policy).
+
+Separate from the verdicts: notes never change a decision, they only qualify it. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from hpubench.analysis.compare import CellRuns
+from hpubench.analysis.gate.rules import (
+    GateSettings,
+    permutation_test_can_decide,
+    runs_needed_for_permutation_test,
+)
+from hpubench.analysis.stats.estimator import INSUFFICIENT_ADVICE, Change
+
+
+def _device(runs: CellRuns) -> str | None:
+    return runs.record.runtime.device_name if runs.measured else None
+
+
+# Facts of how a cell's process ran that move its figure without any change of the code: (runtime field,
+# name in the note). A record without the field predates it (the heap: glibc's own thresholds then).
+POLICIES = (("threads", "CPU thread policy"), ("heap", "heap policy"))
+
+
+def _policy(runs: CellRuns, fact: str) -> str | None:
+    if not runs.measured:
+        return None
+    facts = getattr(runs.record.runtime, fact)
+    return "not recorded" if not facts else str(facts.get("policy", "not recorded"))
+
+
+def policy_notes(b_map: dict[str, CellRuns], c_map: dict[str, CellRuns], matched: Sequence[str]) -> list[str]:
+    """One note per policy that differs between the sides' matched cells (README: Host heap policy)."""
+    notes = []
+    for fact, name in POLICIES:
+        pairs = {(_policy(b_map[k], fact), _policy(c_map[k], fact)) for k in matched}
+        changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
+        if changed:
+            notes.append(
+                f"the {name} changed between baseline and current ({'; '.join(changed)}): it moves a CPU "
+                "cell's figure without any change of the code; measure both sides under one policy"
+            )
+    return notes
+
+
+def _span(groups: Sequence[CellRuns]) -> tuple[datetime, datetime] | None:
+    """First and last start time of the measured runs (unreadable or absent stamps left out)."""
+    times = []
+    for g in groups:
+        for r in g.measured:
+            if not r.started_at:
+                continue
+            try:
+                t = datetime.fromisoformat(r.started_at)
+            except ValueError:
+                continue
+            times.append(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+    return (min(times), max(times)) if times else None
+
+
+def _measured_apart(base: Sequence[CellRuns], cur: Sequence[CellRuns]) -> str | None:
+    """A note when one side was measured wholly before the other: then a change of the machine between
+    the two (another tenant, a host update) is indistinguishable from a change of the code."""
+    b, c = _span(base), _span(cur)
+    if b is None or c is None or not (b[1] < c[0] or c[1] < b[0]):
+        return None
+    first, second = ("baseline", "current") if b[1] < c[0] else ("current", "baseline")
+    gap = abs((c[0] - b[1]) if first == "baseline" else (b[0] - c[1]))
+    hours = gap.total_seconds() / 3600
+    when = f"{hours:.1f} h" if hours < 36 else f"{hours / 24:.0f} days"
+    return (
+        f"{first} was measured wholly before {second} ({when} apart), so anything that changed on the "
+        "machine in between counts as a change; interleave the two (README: Repetitions) to rule that out"
+    )
+
+
+def gate_notes(
+    changes: dict[str, Change],
+    b_map: dict[str, CellRuns],
+    c_map: dict[str, CellRuns],
+    matched: list[str],
+    s: GateSettings,
+) -> tuple[str, ...]:
+    """What a reader must know to trust the verdict, one sentence each (none: nothing to qualify)."""
+    notes = []
+    tested = {k: t for k, t in changes.items() if t.testable}
+    need = runs_needed_for_permutation_test(s.alpha, max(1, len(tested)))
+    insufficient = len(changes) - len(tested)
+    if insufficient:
+        notes.append(
+            f"insufficient evidence for {insufficient} of {len(changes)} cell(s): with one run on a side and "
+            "no run-to-run spread (from 3 or more runs of the other side, or stored with the baseline by "
+            f"'hpubench baseline save') the runs cannot show significance, so they pass untested; "
+            f"{INSUFFICIENT_ADVICE}"
+        )
+    modelled = sum(t.evidence == "modelled" for t in tested.values())
+    if modelled:
+        notes.append(
+            f"{modelled} cell(s) ran once on a side: their run-to-run spread was modelled (from the other "
+            "side's runs or the baseline's stored figure), which assumes this run drifts as those did"
+        )
+    few = sum(
+        "Welch" in t.method and t.evidence == "runs" and max(t.base_runs, t.cur_runs) > 1
+        for t in tested.values()
+    )
+    if few and s.test == "auto":
+        notes.append(
+            f"{few} of {len(tested)} tested cell(s) had too few runs for the permutation test ({need} per "
+            f"side needed for {len(tested)} cell(s) at alpha {s.alpha:g}), so a Welch t test was used, which "
+            f"one run slowed as a whole can blind; run with --repeat {need} or more"
+        )
+    weak = sum(
+        "permutation" in t.method
+        and not permutation_test_can_decide(t.base_runs, t.cur_runs, s.alpha, len(tested))
+        for t in tested.values()
+    )
+    if weak:
+        notes.append(
+            f"{weak} cell(s) were permutation-tested with too few runs to ever reach significance ({need} "
+            f"per side needed): they cannot fail the gate on throughput; run with --repeat {need} or more"
+        )
+    apart = _measured_apart([b_map[k] for k in changes], [c_map[k] for k in changes])
+    if apart:
+        notes.append(apart)
+    pairs = {(_device(b_map[k]), _device(c_map[k])) for k in matched}
+    changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
+    if changed:
+        notes.append(f"the device changed between baseline and current ({'; '.join(changed)})")
+    notes.extend(policy_notes(b_map, c_map, matched))
+    return tuple(notes)

@@ -1,1 +1,0 @@
-"""The shared core: accelerator, strategy, precision and execution mode, resolved from a Cell."""

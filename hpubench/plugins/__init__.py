@@ -1,0 +1,1 @@
+"""Loading what users add: installed packages' entry points and Python files named on the command line."""

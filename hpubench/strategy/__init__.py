@@ -1,0 +1,1 @@
+"""Strategy plugins: how the processes of a cell share the model (``runtime``)."""
