@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hpubench.analysis.compare import COMPARE_STATISTIC, Comparison, compare
-from hpubench.analysis.locations import LOCATIONS
 from hpubench.analysis.pricefile import load_tables
 from hpubench.analysis.prices import Tables, check_price
+from hpubench.analysis.stats.locations import LOCATIONS
 from hpubench.errors import UsageError
+from hpubench.present import export
 from hpubench.present.outfile import check_suffix, check_target, write_output
 from reports.build import compare_html, report_html
 from reports.frames import cell_frame, measured
@@ -118,7 +119,7 @@ def report(
     if fmt == "html":
         data = report_html(sets, df, tables, epoch_samples, unpriced).encode()
     else:
-        data = _encode(df, fmt)
+        data = _encode(export.with_columns(df), fmt)
     write_atomic(out, data)
     counts = {s: int((df["status"] == s).sum()) for s in ("ok", "failed", "skipped")}
     return ReportSummary(out, fmt, len(data), len(sets), counts, unpriced)

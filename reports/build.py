@@ -21,9 +21,9 @@ import jinja2
 import pandas as pd
 
 import hpubench
-from hpubench.analysis import stats
 from hpubench.analysis.compare import Comparison
 from hpubench.analysis.prices import Tables
+from hpubench.analysis.stats import summary as stats
 from reports import assets, charts, fmt, observed
 from reports.celltable import cell_table
 from reports.frames import Headline, headlines, measured, scaling_frame

@@ -1,4 +1,11 @@
-"""Exports of results to other tools' formats; today pytest-benchmark's JSON.
+"""Exports of results to other tools' formats: the frames' csv/json (:func:`with_columns`) and
+pytest-benchmark's JSON.
+
+The csv/json exports write a frame: ``hpubench.analysis.frame.to_dataframe``'s (one row per record) for
+``hpubench results --format``, ``reports.frames.cell_frame``'s (one row per cell and result set) for
+``hpubench report``. Every field of a record is a column of both already; :func:`with_columns` adds each
+column of the registry (``hpubench.present.columns``) that is declared ``export`` and that the frame
+lacks, computed by the column's getter from each row.
 
 pytest-benchmark's saved-run JSON (``machine_info``, ``commit_info``, ``benchmarks[].stats``) is read by
 its ``pytest-benchmark compare`` command, by ``--benchmark-compare`` and by many dashboards. Each measured
@@ -13,15 +20,20 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpubench.analysis.compare import group_runs
+from hpubench.analysis.frame import to_dataframe
 from hpubench.analysis.stats.benchmark import pytest_benchmark_stats
-from hpubench.measure.autosteps import AutoSteps
+from hpubench.plan.autosteps import AutoSteps
+from hpubench.present.columns import COLUMNS, Column, FrameRow, exported
 from hpubench.present.outfile import write_output
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
 from hpubench.store.runtimeinfo import RuntimeInfo
+
+if TYPE_CHECKING:
+    import pandas
 
 try:  # the version written into the file, as pytest-benchmark itself writes it
     from pytest_benchmark import __version__ as _PYTEST_BENCHMARK_VERSION
@@ -30,6 +42,22 @@ except ImportError:  # pragma: no cover - it is a dependency
 
 FORMATS: tuple[str, ...] = ("pytest-benchmark",)
 SUFFIXES: tuple[str, ...] = ("json",)  # what -o may end in: pytest-benchmark's saved runs are JSON
+
+
+def with_columns(df: pandas.DataFrame, columns: Sequence[Column] = COLUMNS) -> pandas.DataFrame:
+    """``df`` with every exported column of the registry it lacks appended, in registry order (``df``
+    itself where it lacks none, as with the registry as shipped: its exported figures are frame columns)."""
+    missing = [c for c in exported(columns) if c.name not in df.columns]
+    if not missing:
+        return df
+    rows = [FrameRow(r) for _, r in df.iterrows()]
+    return df.assign(**{c.name: [c.value(row) for row in rows] for c in missing})
+
+
+def results_frame(records: Sequence[CellResult], columns: Sequence[Column] = COLUMNS) -> pandas.DataFrame:
+    """What ``hpubench results --format csv|json`` writes: one row per record, the registry's exported
+    columns included."""
+    return with_columns(to_dataframe(records), columns)
 
 
 def benchmark_name(result: CellResult) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import median
 
 from rich import box
 from rich.console import RenderableType
@@ -19,10 +18,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
-from hpubench.analysis.scaling import scaling_efficiencies
+from hpubench.analysis.quality import assess_repeats
 from hpubench.measure.ranks import rank_peaks
 from hpubench.present import numfmt
+from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, narrow_columns
 from hpubench.present.shortkeys import shorten
 from hpubench.present.tables import results_table
 from hpubench.store.record import CellResult
@@ -32,72 +31,29 @@ WIDE_MIN_COLUMNS = 160  # below this the full table folds its keys; measured wit
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the compact table: a cell, or every repetition of a cell together."""
+    """One line of the compact table: a cell, or every repetition of a cell together; each column's plain
+    text by its name in the registry (``hpubench.present.columns``), with its style."""
 
     cell: str
-    verdict: str  # the quality verdict, or the status when there is no figure (failed, skipped)
-    rate: str
-    spread: str
-    step: str
-    peak: str
-    mfu: str
-    scaling: str
+    texts: dict[str, str]
+    styles: dict[str, str]
+
+    def __getitem__(self, name: str) -> str:
+        return self.texts[name]
 
 
-def _verdict_style(word: str) -> str:
-    if word == OK:
-        return "green"
-    if word in (PARTIAL, "failed"):
-        return "red"
-    return "dim" if word in ("skipped", "-") else "yellow"
-
-
-def _row(label: str, records: list[CellResult], effs: list[float | None], world: list[int]) -> Row:
-    ok = [i for i, r in enumerate(records) if r.status == "ok" and r.metrics]
-    if len(records) > 1:
-        q = assess_repeats(records)
-        verdict = q.verdict if q is not None else "-"
-    else:
-        verdict = records[0].quality or "-"
-    if not ok:
-        return Row(label, records[-1].status, "-", "-", "-", "-", "-", "-")
-    mets = [records[i].metrics for i in ok]
-    rates = [m.samples_per_s for m in mets if m]
-    if len(records) > 1:
-        rate = median(rates)
-        spread = numfmt.plus_minus(rate, min(rates), max(rates)) if len(rates) > 1 else "-"
-    else:
-        m = mets[0]
-        assert m is not None
-        rate = m.samples_per_s
-        spread = numfmt.plus_minus(rate, *m.samples_per_s_ci)
-    peaks = [r.memory.peak_allocated_bytes for r in records if r.memory and r.memory.peak_allocated_bytes]
-    mfus = [m.mfu for m in mets if m and m.mfu is not None]
-    eff = [(e, w) for e, w in zip(effs, world, strict=True) if e is not None]
-    return Row(
-        cell=label,
-        verdict=verdict if records[0].status == "ok" or len(records) > 1 else records[0].status,
-        rate=numfmt.count(rate),
-        spread=spread,
-        step=numfmt.seconds(median(m.step_time_p50_s for m in mets if m)),
-        peak=numfmt.size(max(peaks)) if peaks else "-",
-        mfu=f"{numfmt.sig(median(mfus) * 100, 2)}%" if mfus else "-",
-        scaling=f"{median(e for e, _ in eff):.0%} of x{eff[0][1]}" if eff else "-",
-    )
-
-
-def compact_rows(results: Sequence[CellResult]) -> tuple[str, list[Row], dict[str, str]]:
+def compact_rows(
+    results: Sequence[CellResult], columns: Sequence[Column] = COLUMNS
+) -> tuple[str, list[Row], dict[str, str]]:
     """The shared key parts, one row per cell (repetitions together), and each key's short label."""
     keys = shorten([r.key for r in results])
-    scaling = scaling_efficiencies(list(results))
-    groups: dict[str, list[int]] = {}
-    for i, r in enumerate(results):
-        groups.setdefault(r.key, []).append(i)
+    shown = narrow_columns(columns)
     rows = []
-    for key, idx in groups.items():
-        effs = [scaling[i].efficiency if scaling[i] else None for i in idx]  # type: ignore[union-attr]
-        world = [scaling[i].world_size if scaling[i] else 0 for i in idx]  # type: ignore[union-attr]
-        rows.append(_row(keys.short[key], [results[i] for i in idx], effs, world))
+    for runs in cell_runs(results, keys.short):
+        cells = {col.name: col.term_cell(runs, term) for col, term in shown}
+        rows.append(
+            Row(runs.label, {k: t for k, (t, _) in cells.items()}, {k: s for k, (_, s) in cells.items()})
+        )
     return keys.common, rows, keys.short
 
 
@@ -131,32 +87,19 @@ def rank_peak_lines(results: Sequence[CellResult], short: dict[str, str] | None 
     return ["peak memory per rank (rank 0, 1, ...):\n" + "\n".join(lines.values())] if lines else []
 
 
-def compact_results_table(results: Sequence[CellResult], title: str = "") -> list[RenderableType]:
+def compact_results_table(
+    results: Sequence[CellResult], title: str = "", columns: Sequence[Column] = COLUMNS
+) -> list[RenderableType]:
     """The table and the lines under it, to print in order."""
-    common, rows, short = compact_rows(results)
+    common, rows, short = compact_rows(results, columns)
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col, justify in (
-        ("cell", "left"),
-        ("quality", "left"),
-        ("samples/s", "right"),
-        ("±CI", "right"),
-        ("step p50", "right"),
-        ("peak mem", "right"),
-        ("MFU", "right"),
-        ("scaling", "right"),
-    ):
-        table.add_column(col, justify=justify, overflow="fold", no_wrap=col != "cell")  # type: ignore[arg-type]
-    for row in rows:
-        table.add_row(
-            escape(row.cell),
-            f"[{_verdict_style(row.verdict)}]{row.verdict}[/]",
-            row.rate,
-            row.spread,
-            row.step,
-            row.peak,
-            row.mfu,
-            row.scaling,
+    shown = narrow_columns(columns)
+    for col, term in shown:
+        table.add_column(
+            term.title or col.title, justify=term.justify, overflow=term.overflow, no_wrap=term.no_wrap
         )
+    for row in rows:
+        table.add_row(*(markup(row.texts[col.name], row.styles[col.name]) for col, _ in shown))
     under: list[RenderableType] = []
     if common:
         under.append(Text(f"every cell: {common} (* = the parts in the cell column)"))
@@ -174,9 +117,14 @@ def compact_results_table(results: Sequence[CellResult], title: str = "") -> lis
 
 
 def results_view(
-    results: Sequence[CellResult], title: str, width: int, wide: bool = False
+    results: Sequence[CellResult],
+    title: str,
+    width: int,
+    wide: bool = False,
+    columns: Sequence[Column] = COLUMNS,
 ) -> list[RenderableType]:
     """What to print for these results on a console ``width`` columns wide: full or compact."""
     if wide or width >= WIDE_MIN_COLUMNS:
-        return [results_table(results, title=title), *(Text(line) for line in rank_peak_lines(results))]
-    return compact_results_table(results, title)
+        table = results_table(results, title=title, columns=columns)
+        return [table, *(Text(line) for line in rank_peak_lines(results))]
+    return compact_results_table(results, title, columns)

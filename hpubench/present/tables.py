@@ -3,41 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from statistics import median
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
 
-from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
-from hpubench.analysis.scaling import Scaling, scaling_efficiencies
+from hpubench.analysis.quality import assess_repeats
+from hpubench.present import numfmt
+from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, wide_columns
 from hpubench.store.record import CellResult
 
 if TYPE_CHECKING:  # for annotations only
     from hpubench.analysis.compare import Comparison
     from hpubench.analysis.stats.summary import Estimate
-
-
-NO_FIGURES = ("-",) * 7  # the figure columns of a row without a measurement
-
-
-def _fmt(x: float | None, spec: str = ".1f") -> str:
-    return "-" if x is None else format(x, spec)
-
-
-def _mib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**20:.0f}"
-
-
-def _status(status: str) -> str:
-    return {"ok": "[green]ok[/]", "failed": "[red]failed[/]", "skipped": "[dim]skipped[/]"}[status]
-
-
-def _quality(verdict: str | None) -> str:
-    """The verdict word, coloured; "-" for records written before verdicts existed (never shown as ok)."""
-    if verdict is None:
-        return "[dim]-[/]"
-    return f"[{'green' if verdict == OK else 'red' if verdict == PARTIAL else 'yellow'}]{verdict}[/]"
 
 
 def quality_notes(results: Sequence[CellResult]) -> list[str]:
@@ -53,56 +31,12 @@ def quality_notes(results: Sequence[CellResult]) -> list[str]:
     return lines
 
 
-def _note(r: CellResult) -> str:
-    note = (
-        f"{r.metrics.measured_steps if r.metrics else '?'} steps, mode {r.runtime.get('mode_in_force', '?')}"
-    )
-    dist = r.runtime.distributed
-    if isinstance(dist, dict) and dist.get("world_size"):
-        note += f", {dist['world_size']} ranks ({dist.get('backend') or '?'})"
-    return note
-
-
-def _repeats_row(records: list[CellResult], scaling: list[Scaling | None]) -> tuple[str, ...]:
-    """One row for every repetition of a cell: the median run, the range over runs, failures counted."""
-    ok = [(r, sc) for r, sc in zip(records, scaling, strict=True) if r.status == "ok" and r.metrics]
-    failed = [r for r in records if r.status == "failed"]
-    counted = f"{len(records)} runs" + (f", {len(failed)} failed" if failed else "")
-    q = assess_repeats(records)
-    verdict = _quality(None if q is None else q.verdict)
-    if not ok:
-        reason = next((r.reason for r in failed if r.reason), None) or (records[0].reason or "")
-        return (
-            records[0].key,
-            _status(records[-1].status),
-            verdict,
-            *NO_FIGURES,
-            f"{counted}: {reason}",
-        )
-    rates = [r.metrics.samples_per_s for r, _ in ok]  # type: ignore[union-attr]
-    rate = f"{median(rates):,.1f} [{min(rates):,.1f}, {max(rates):,.1f}]"
-    peaks = [r.memory.peak_allocated_bytes for r, _ in ok if r.memory and r.memory.peak_allocated_bytes]
-    mfus = [r.metrics.mfu for r, _ in ok if r.metrics and r.metrics.mfu is not None]
-    effs = [sc for _, sc in ok if sc is not None]
-    first = ok[0][0]
-    return (
-        first.key,
-        _status("failed") if failed else _status("ok"),
-        verdict,
-        rate,
-        _fmt(median([r.metrics.step_time_p50_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
-        _fmt(median([r.metrics.step_time_p90_s for r, _ in ok]) * 1e3, ".2f"),  # type: ignore[union-attr]
-        _fmt(median([r.metrics.first_step_s for r, _ in ok]), ".3f"),  # type: ignore[union-attr]
-        _mib(max(peaks) if peaks else None),
-        f"{median(mfus):.1%}" if mfus else "-",
-        f"{median([sc.efficiency for sc in effs]):.0%} of x{effs[0].world_size}" if effs else "-",
-        f"{counted}; {_note(first)}",
-    )
-
-
-def results_table(results: Sequence[CellResult], title: str = "") -> Table:
+def results_table(
+    results: Sequence[CellResult], title: str = "", columns: Sequence[Column] = COLUMNS
+) -> Table:
     """Every cell with its figure and its quality verdict; the reasons for any verdict but ok follow the
-    caption, one line each, so the table's own columns stay narrow."""
+    caption, one line each, so the table's own columns stay narrow. The columns are the registry's
+    (``hpubench.present.columns``) that the full table shows."""
     caption = (
         "samples/s: mean over measured steps [95% bootstrap CI, within this run: processes differ more]; "
         "repeated cells (run --repeat): "
@@ -117,61 +51,13 @@ def results_table(results: Sequence[CellResult], title: str = "") -> Table:
         caption += "\nwhy not ok:\n" + "\n".join(notes)
     # Escaped: "[lowest, highest run]" and any bracket in a key or reason is text, not rich markup.
     table = Table(title=title, caption=escape(caption), caption_justify="left")
-    for col, justify in (
-        ("cell", "left"),
-        ("status", "left"),
-        ("quality", "left"),
-        ("samples/s [CI]", "right"),
-        ("p50 ms", "right"),
-        ("p90 ms", "right"),
-        ("1st step s", "right"),
-        ("peak MiB", "right"),
-        ("MFU", "right"),
-        ("scaling", "right"),
-        ("note", "left"),
-    ):
-        # At 120 columns the key folds onto a second line rather than losing its tail (where the
-        # precision and mode are), and the verdict is never split.
+    shown = wide_columns(columns)
+    for col, term in shown:
         table.add_column(
-            col,
-            justify=justify,  # type: ignore[arg-type]
-            overflow="fold" if col == "cell" else "ellipsis",
-            no_wrap=col == "quality",
+            term.title or col.title, justify=term.justify, overflow=term.overflow, no_wrap=term.no_wrap
         )
-    scaling = scaling_efficiencies(list(results))
-    groups: dict[str, list[int]] = {}
-    for i, r in enumerate(results):
-        groups.setdefault(r.key, []).append(i)
-    for idx in groups.values():
-        if len(idx) > 1:
-            table.add_row(*_repeats_row([results[i] for i in idx], [scaling[i] for i in idx]))
-            continue
-        r, sc = results[idx[0]], scaling[idx[0]]
-        m = r.metrics
-        if m is None:
-            table.add_row(
-                escape(r.key),
-                _status(r.status),
-                _quality(r.quality),
-                *NO_FIGURES,
-                escape(r.reason or ""),  # "pip install 'hpubench[hf]'" is text, not markup
-            )
-            continue
-        ci = f"{m.samples_per_s:,.1f} [{m.samples_per_s_ci[0]:,.1f}, {m.samples_per_s_ci[1]:,.1f}]"
-        peak = r.memory.peak_allocated_bytes if r.memory else None
-        table.add_row(
-            r.key,
-            _status(r.status),
-            _quality(r.quality),
-            ci,
-            _fmt(m.step_time_p50_s * 1e3, ".2f"),
-            _fmt(m.step_time_p90_s * 1e3, ".2f"),
-            _fmt(m.first_step_s, ".3f"),
-            _mib(peak),
-            f"{m.mfu:.1%}" if m.mfu is not None else "-",
-            "-" if sc is None else f"{sc.efficiency:.0%} of x{sc.world_size}",
-            _note(r),
-        )
+    for runs in cell_runs(results, lone_by_metrics=True):
+        table.add_row(*(markup(*col.term_cell(runs, term)) for col, term in shown))
     return table
 
 
@@ -218,16 +104,19 @@ def telemetry_table(results: Sequence[CellResult]) -> Table | None:
         cells = [
             r.key,
             f"{t.source} ({t.device})" if t.device else str(t.source),
-            _fmt(t.mean_power_w),
-            _fmt(t.max_power_w),
-            _fmt(t.energy_per_step_j, ".3g"),
-            _fmt(t.energy_resolution_pct),
-            _fmt(t.samples_per_kwh, ",.0f"),
-            _fmt(t.mean_utilisation_pct),
-            _fmt(t.max_temperature_c, ".0f"),
+            numfmt.fixed(t.mean_power_w),
+            numfmt.fixed(t.max_power_w),
+            numfmt.fixed(t.energy_per_step_j, ".3g"),
+            numfmt.fixed(t.energy_resolution_pct),
+            numfmt.fixed(t.samples_per_kwh, ",.0f"),
+            numfmt.fixed(t.mean_utilisation_pct),
+            numfmt.fixed(t.max_temperature_c, ".0f"),
         ]
         if priced:
-            cells += [_fmt(t.energy_cost_per_1m_samples, ".4g"), _fmt(t.energy_cost_per_hour, ".4g")]
+            cells += [
+                numfmt.fixed(t.energy_cost_per_1m_samples, ".4g"),
+                numfmt.fixed(t.energy_cost_per_hour, ".4g"),
+            ]
         table.add_row(*cells)
     return table
 
@@ -258,11 +147,11 @@ def loader_table(results: Sequence[CellResult]) -> Table | None:
         assert s is not None
         table.add_row(
             r.key,
-            _fmt(s.data_wait_mean_s * 1e3, ".3f"),
-            _fmt(s.compute_mean_s * 1e3, ".3f"),
+            numfmt.fixed(s.data_wait_mean_s * 1e3, ".3f"),
+            numfmt.fixed(s.compute_mean_s * 1e3, ".3f"),
             f"{s.data_fraction:.1%}",
-            _fmt(s.samples_per_s, ",.1f"),
-            _fmt(r.metrics.samples_per_s if r.metrics else None, ",.1f"),
+            numfmt.fixed(s.samples_per_s, ",.1f"),
+            numfmt.fixed(r.metrics.samples_per_s if r.metrics else None, ",.1f"),
         )
     return table
 
@@ -302,11 +191,11 @@ def memory_timeline_table(results: Sequence[CellResult]) -> Table | None:
         table.add_row(
             r.key,
             str(len(tl)),
-            _mib(tl[0].in_use_bytes),
-            _mib(warm[-1].in_use_bytes if warm else None),
-            _mib(tl[-1].in_use_bytes),
+            numfmt.mib(tl[0].in_use_bytes, ".0f", numfmt.DASH),
+            numfmt.mib(warm[-1].in_use_bytes if warm else None, ".0f", numfmt.DASH),
+            numfmt.mib(tl[-1].in_use_bytes, ".0f", numfmt.DASH),
             "-" if growth is None else f"{growth / 2**20:+.1f}",
-            _mib(max(peaks) if peaks else None),
+            numfmt.mib(max(peaks) if peaks else None, ".0f", numfmt.DASH),
             sparkline([s.in_use_bytes for s in tl]),
         )
     return table
@@ -347,7 +236,9 @@ def operator_table(result: CellResult, run_dir: str | None = None) -> Table | No
         kind = row.kind if row.device_type == "CPU" else f"{row.kind} ({row.device_type})"  # kernel (CUDA)
         cells = [str(i), row.name, kind, f"{row.calls / steps:g}", f"{row.self_cpu_s / steps * 1e3:.3f}"]
         if device:
-            cells.append(_fmt(None if row.self_device_s is None else row.self_device_s / steps * 1e3, ".3f"))
+            cells.append(
+                numfmt.fixed(None if row.self_device_s is None else row.self_device_s / steps * 1e3, ".3f")
+            )
         cells.append(f"{row.pct_of_step:.1f}")
         table.add_row(*cells)
     return table

@@ -42,16 +42,17 @@ def test_fits_80_columns_with_distinct_rows() -> None:
 def test_figures_have_three_significant_digits_and_units() -> None:
     _, rows, _ = compact_rows(_matrix())
     slow = next(r for r in rows if r.cell == "gpt/standard/32-true")
-    assert slow.rate == "6.34" and slow.step == "10.1 s"  # 64 samples / 10.1 s
+    assert slow["samples_per_s"] == "6.34" and slow["step_time_p50_s"] == "10.1 s"  # 64 samples / 10.1 s
     fast = next(r for r in rows if r.cell == "mlp/tiny/32-true")
-    assert fast.rate.endswith("k") and fast.step.endswith("µs") and fast.spread.startswith("±")
+    assert fast["samples_per_s"].endswith("k") and fast["step_time_p50_s"].endswith("µs")
+    assert fast["samples_per_s_spread"].startswith("±")
 
 
 def test_failed_cell_shows_its_status_and_reason_under_the_table() -> None:
     text = _render(_matrix(), 80)
     _, rows, _ = compact_rows(_matrix())
     (row,) = [r for r in rows if r.cell.startswith("resnet")]
-    assert (row.verdict, row.rate) == ("failed", "-")
+    assert (row["verdict"], row["samples_per_s"]) == ("failed", "-")
     assert "resnet/tiny/32-true: failed: RuntimeError: boom" in text
 
 
@@ -59,7 +60,8 @@ def test_repeats_show_the_median_run_and_the_range() -> None:
     cell = Cell("mlp")
     runs = [make_result(cell, np.full(20, t), repeat=i) for i, t in enumerate((0.010, 0.020, 0.016))]
     _, (row,), _ = compact_rows(runs)
-    assert row.rate == "4000" and row.spread == "±60%"  # 6400 and 3200 around the median 4000
+    # 6400 and 3200 around the median 4000
+    assert row["samples_per_s"] == "4000" and row["samples_per_s_spread"] == "±60%"
 
 
 def test_wide_or_a_wide_console_gets_the_full_table() -> None:
@@ -72,4 +74,4 @@ def test_wide_or_a_wide_console_gets_the_full_table() -> None:
 def test_a_lone_status_is_not_called_ok() -> None:
     bad = replace(make_result(Cell("mlp"), np.full(20, 0.01)), status="failed", reason="x")
     _, (row,), _ = compact_rows([bad])
-    assert row.verdict == "failed"
+    assert row["verdict"] == "failed"

@@ -53,9 +53,9 @@ def show(
     """Print the results of one or more runs ('hpubench results merge DIR... -o DIR' joins the run
     directories of a sharded run into one: see 'hpubench results merge --help')."""
     # deferred, as every command's work: the table view pulls numpy, the record readers about 40 ms of
-    # modules (pandas itself stays deferred inside to_dataframe); the CLI starts without them
+    # modules (pandas itself stays deferred inside the frame builder); the CLI starts without them
+    from hpubench.present.export import results_frame  # deferred: the record modules; pandas itself on use
     from hpubench.present.narrowtable import results_view  # deferred: numpy
-    from hpubench.store.frame import to_dataframe  # deferred: the record modules; pandas itself on use
     from hpubench.store.readback import load_results  # deferred: the record modules, ~40 ms
 
     if fmt not in ("table", "csv", "json"):
@@ -68,9 +68,9 @@ def show(
         if profile:
             print_observations(loaded, paths[0] if len(paths) == 1 and paths[0].is_dir() else None)
     elif fmt == "csv":
-        sys.stdout.write(to_dataframe(loaded).to_csv(index=False))
+        sys.stdout.write(results_frame(loaded).to_csv(index=False))
     else:
-        sys.stdout.write(to_dataframe(loaded).to_json(orient="records", indent=1) + "\n")
+        sys.stdout.write(results_frame(loaded).to_json(orient="records", indent=1) + "\n")
 
 
 def merge(
