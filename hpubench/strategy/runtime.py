@@ -1,13 +1,17 @@
 """Strategies: how many processes train one model and how they talk.
 
 The worker only sees this interface, so the data-parallel strategy slots in beside the single-device one
-without the training step or the measurement changing.
+without the training step or the measurement changing. Which class runs a cell is declared in
+``hpubench.strategy.spec`` (``StrategySpec.runtime``, "module:Class"): :func:`for_cell` imports it there,
+so a third-party ``Strategy`` subclass (a DDP with other bucket settings, say) runs through the same worker.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib
+import inspect
 import os
 import socket
 from abc import ABC, abstractmethod
@@ -22,17 +26,29 @@ from torch.nn.parallel import DistributedDataParallel
 from hpubench.accelerators.base import Accelerator
 from hpubench.errors import CellSkipped
 from hpubench.plan.cell import Cell
-from hpubench.plan.dimvalues import strategy_misfits_layout, strategy_of, strategy_refuses_precision
-from hpubench.run.cluster import multi_process_skip_reason
+from hpubench.strategy import spec as strategies
+from hpubench.strategy.spec import (
+    StrategySpec,
+    multi_process_skip_reason,
+    strategy_misfits_layout,
+    strategy_of,
+    strategy_refuses_precision,
+)
 
 
 class Strategy(ABC):
+    name: str = ""  # the registered strategy it runs (``for_cell`` sets the spec's name)
     world_size: int = 1
     rank: int = 0
     local_rank: int = 0
     node_rank: int = 0
     threads: int | None = None  # torch intra-op threads this process runs with, once set up
     thread_policy: str | None = None  # the name of the thread policy applied in setup
+
+    @classmethod
+    def from_env(cls, cell: Cell, environ: Mapping[str, str] | None = None) -> Strategy:
+        """The strategy for ``cell`` in this process; one process needs nothing from the environment."""
+        return cls()
 
     def cell_root_pid(self) -> int:
         """The process whose tree is this cell (the rest of the host is "other" for interference)."""
@@ -62,6 +78,11 @@ class Strategy(ABC):
 
     def teardown(self) -> None:
         """Release what setup took (process groups)."""
+
+    def replica_check(self, model: nn.Module, loss_of: Callable[[nn.Module], torch.Tensor]) -> dict[str, Any]:
+        """Evidence that the ranks train one model (``REPLICA_CHECK_ENV``; collective where a strategy
+        overrides it). A strategy without its own check says so instead of failing the cell."""
+        return {"rank": self.rank, "checked": False, "why": f"strategy {self.name} has no replica check"}
 
     def describe(self) -> dict[str, Any]:
         """This process's place in the run, for the record."""
@@ -183,8 +204,17 @@ class DDP(Strategy):
             self._device_ids = ids
             self._barrier_ids = ids
 
+    def ddp_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``DistributedDataParallel`` (bucket_cap_mb, gradient_as_bucket_view, ...):
+        none here; a subclass that tunes them is a strategy of its own, and the record shows them."""
+        return {}
+
     def wrap_model(self, model: nn.Module, blocks: Sequence[nn.Module] = ()) -> nn.Module:
-        return DistributedDataParallel(model, device_ids=self._device_ids)
+        return DistributedDataParallel(model, device_ids=self._device_ids, **self.ddp_options())
+
+    def facts(self) -> dict[str, Any]:
+        options = self.ddp_options()
+        return {"ddp_options": options} if options else {}
 
     def gather(self, obj: Any) -> list[Any]:
         out: list[Any] = [None] * self.world_size
@@ -309,19 +339,34 @@ class FSDP(DDP):
         }
 
 
-_MULTI_PROCESS: dict[str, type[DDP]] = {"ddp": DDP, "fsdp": FSDP}
+def runtime_class(spec: StrategySpec) -> type[Strategy]:
+    """The concrete ``Strategy`` subclass ``spec.runtime`` ("module:Class") names, imported now."""
+    module, _, attr = spec.runtime.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            f"strategy {spec.name!r}: its runtime {spec.runtime!r} cannot be imported "
+            f"({type(exc).__name__}: {exc}); fix or reinstall the package that provides it"
+        ) from exc
+    if not (inspect.isclass(cls) and issubclass(cls, Strategy) and not inspect.isabstract(cls)):
+        raise RuntimeError(
+            f"strategy {spec.name!r}: its runtime {spec.runtime!r} is not a concrete "
+            "hpubench.strategy.runtime.Strategy subclass"
+        )
+    return cls
 
 
 def for_cell(cell: Cell, environ: Mapping[str, str] | None = None) -> Strategy:
-    """The cell's strategy (``dimvalues.strategy_of``): SingleDevice for one process; DDP or FSDP, from
-    the elastic agent's variables, for several. A combination the matrix would skip raises CellSkipped."""
-    reason = strategy_misfits_layout(cell) or strategy_refuses_precision(cell)
+    """The cell's strategy (``spec.strategy_of``), built from its registered runtime class: SingleDevice for
+    one process; DDP, FSDP or an installed strategy, from the elastic agent's variables, for several. A
+    combination the matrix would skip raises CellSkipped."""
+    reason = (
+        strategy_misfits_layout(cell) or strategy_refuses_precision(cell) or multi_process_skip_reason(cell)
+    )
     if reason:
         raise CellSkipped(reason)
-    name = strategy_of(cell)
-    if name == "single":
-        return SingleDevice()
-    reason = multi_process_skip_reason(cell)
-    if reason:
-        raise CellSkipped(reason)
-    return _MULTI_PROCESS[name].from_env(cell, environ)
+    spec = strategies.get(strategy_of(cell))
+    strategy = runtime_class(spec).from_env(cell, environ)
+    strategy.name = spec.name  # the record names the strategy that ran, also for a subclass of a built-in
+    return strategy

@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hpubench.measure.autosteps import AutoSteps
 from hpubench.measure.conditions import plan_threads, thread_policy
 from hpubench.measure.stopping import next_check
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Launcher
 from hpubench.store.rundir import ResultStore

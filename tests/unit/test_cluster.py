@@ -218,12 +218,6 @@ def test_takes_part() -> None:
     assert not ClusterEnv(node_rank=2, master_addr="h", master_port=1).takes_part(Cell("mlp", nodes=2))
 
 
-def test_multi_process_graph_capture_is_refused() -> None:
-    assert cluster.multi_process_skip_reason(Cell("mlp", devices=2, graphs=True))
-    assert cluster.multi_process_skip_reason(Cell("mlp", devices=2)) is None
-    assert cluster.multi_process_skip_reason(Cell("mlp", graphs=True)) is None
-
-
 # ---- the port on node 0 ---------------------------------------------------------------------------------
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 import pytest
 
 from hpubench.plan.cell import Cell
-from hpubench.plan.dimvalues import strategy_of
 from hpubench.plan.inventory import DeviceInfo, Inventory
 from hpubench.plan.matrix import Grid, MatrixSpec, expand
-from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8
+from hpubench.strategy.spec import strategy_of
+from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8, KINDS
 
 DDP_KEY = "gpt/tiny/cpu/2x1/32-true/eager/nographs/bsdefault"
 CUDA2 = Inventory((DeviceInfo("cuda", 2, "NVIDIA H100 80GB HBM3"), DeviceInfo("cpu", 26, "AMD EPYC 9554")))
 
 
 def planned(inv: Inventory = CPU2, exclude: tuple = (), **grid: object) -> list:
-    return expand(MatrixSpec(grids=(Grid(**grid),), exclude=exclude), inv, CATALOG)
+    return expand(MatrixSpec(grids=(Grid(**grid),), exclude=exclude), inv, CATALOG, KINDS)
 
 
 def test_ddp_on_two_devices_keeps_the_old_key_and_fsdp_adds_a_part():
