@@ -1,5 +1,6 @@
 """Everything a run records *about* a cell beyond its figures: memory timeline, telemetry, loader split,
-profile. The worker drives it through three calls, so the measuring code stays the same for every option.
+profile. The worker drives it through a few fixed calls, so the measuring code stays the same for every
+option; the runtime facts it learns are returned, for the record to merge.
 
 Order matters and is fixed here: telemetry sources open before the warm-up (library start-up never lands
 in the measured window), memory samples and telemetry ride on the plain steps through ``measure_steps``'
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 
 
 class Observation:
+    """One cell's observers beside its figures, driven in a fixed order (module docstring) so that none
+    can touch the measured steps: hooks around them, then :meth:`window_facts`, :meth:`summarise` and
+    :meth:`extra_passes` after them, :meth:`record_fields` for the record and :meth:`close` in any case.
+    """
+
     def __init__(
         self, cell: Cell, acc: Accelerator, options: RunOptions, samples_per_step: int, world_size: int = 1
     ) -> None:
@@ -52,7 +58,8 @@ class Observation:
         self.telemetry: TelemetryResult | None = None
 
     def measure_hooks(self) -> dict[str, Callable[..., None]]:
-        """Keyword arguments for ``measure_steps``."""
+        """Keyword arguments for ``measure_steps``: the observers ride on its hooks, which run outside every
+        timed bracket, so observing never lands in a step time."""
         self.timeline.start()
         hooks: dict[str, Callable[..., None]] = {}
         if self.timeline.enabled:
@@ -65,29 +72,27 @@ class Observation:
         hooks["on_measured_end"] = _chain(ends)
         return hooks
 
-    def after_measured(
-        self,
-        step: Callable[[Batch], torch.Tensor],
-        batches: Sequence[Batch],
-        host_batches: Callable[[], Iterator[Batch]],
-        plain_step_mean_s: float,
-        runtime: dict[str, Any],
-        measured_steps: int | None = None,
-    ) -> None:
-        """The telemetry summary, then the loader pass and the profile pass (each only when asked for).
+    def window_facts(self) -> tuple[tuple[str, Any], ...]:
+        """The compile counts over the measured window, as runtime facts: the steady-state proof.
+
+        Read before anything else runs after the measured steps, so a pass that fails later still leaves
+        them in the failed record.
+        """
+        compiles = self.compiles.result()
+        return tuple(compiles.runtime_fields().items()) if compiles is not None else ()
+
+    def summarise(self, measured_steps: int | None = None) -> tuple[tuple[str, Any], ...]:
+        """The telemetry summary over the measured steps (kept for :meth:`record_fields`), then the memory
+        timeline's failure as a runtime fact, if it had one.
 
         ``measured_steps``: how many plain steps ran (the cell's count unless ``--steps auto`` chose it).
         """
-        opts = self.options
         steps = measured_steps if measured_steps is not None else self.cell.steps or 0
-        compiles = self.compiles.result()
-        if compiles is not None:
-            runtime.update(compiles.runtime_fields())
         if self.monitor is not None:
             self.monitor.stop()
             # A source measures this process's device only, so per-sample energy uses its share.
             per_device = max(1, self.samples_per_step // max(1, self.world_size))
-            self.telemetry = self.monitor.result(steps, per_device, opts.energy_price_per_kwh)
+            self.telemetry = self.monitor.result(steps, per_device, self.options.energy_price_per_kwh)
             if self.world_size > 1 and self.telemetry.source is not None:
                 self.telemetry = replace(
                     self.telemetry,
@@ -96,8 +101,20 @@ class Observation:
                         f"one device of {self.world_size}: energy and samples are this rank's share",
                     ),
                 )
-        if self.timeline.error:
-            runtime["memory_timeline_error"] = self.timeline.error
+        return (("memory_timeline_error", self.timeline.error),) if self.timeline.error else ()
+
+    def extra_passes(
+        self,
+        step: Callable[[Batch], torch.Tensor],
+        batches: Sequence[Batch],
+        host_batches: Callable[[], Iterator[Batch]],
+        plain_step_mean_s: float,
+        measured_steps: int | None = None,
+    ) -> None:
+        """The loader pass and the profile pass, each only when asked for, after the plain steps so
+        neither touches their figures; their results are kept for :meth:`record_fields`."""
+        opts = self.options
+        steps = measured_steps if measured_steps is not None else self.cell.steps or 0
         feed: Iterator[Batch] | None = None
         if opts.loader == "host":
             feed = host_batches()
@@ -130,6 +147,8 @@ class Observation:
         }
 
     def close(self) -> None:
+        """Release the telemetry sources, also when the steps failed (a sampler thread must not outlive
+        the cell)."""
         if self.monitor is not None:
             self.monitor.close()
 

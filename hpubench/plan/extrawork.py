@@ -11,8 +11,9 @@ kernels. The amount is calibrated once per run, at the end of the warm-up, and t
 the *work* per step is fixed, as it is for a real regression, and the time it takes varies with the
 machine like the rest of the step. Calibration times plain steps and the unit of extra work several
 times each and uses the minimum of each: on a shared machine one descheduled moment can stretch a sample
-a hundredfold, while the minimum is the uncontended cost, so the ratio of the two holds. It is recorded
-in the result's ``runtime["extra_work"]`` so the planted fraction can be checked.
+a hundredfold, while the minimum is the uncontended cost, so the ratio of the two holds. The step reports
+it (:func:`learned_facts`) and the result records it as ``runtime["extra_work"]`` so the planted fraction
+can be checked.
 
 Parsing and checking are pure (the CLI validates ``--option`` without importing torch); torch is imported
 only where the work is built.
@@ -74,9 +75,12 @@ def apply_options(
     warmup_steps: int,
     synchronize: Callable[[], None],
     device: Any,
-    runtime: dict[str, Any],
 ) -> Callable[[Any], Any]:
-    """The cell's step with the harness options applied (the same step when there are none)."""
+    """The cell's step with the harness options applied (the same step when there are none).
+
+    An unknown option fails the cell rather than running a plain one under its name. What the step learns
+    while it runs (the extra work's calibration) is read back with :func:`learned_facts`.
+    """
     bad = unknown_options(options, workload)
     if bad:
         known = sorted(set(HARNESS_OPTIONS) | set(getattr(workload, "workload_options", {}) or {}))
@@ -84,7 +88,18 @@ def apply_options(
     fraction = parse_extra_work(options[EXTRA_WORK]) if EXTRA_WORK in options else 0.0
     if fraction <= 0:
         return step
-    return _ExtraWorkStep(step, fraction, warmup_steps, synchronize, device, runtime)
+    return _ExtraWorkStep(step, fraction, warmup_steps, synchronize, device)
+
+
+def learned_facts(step: Callable[[Any], Any]) -> tuple[tuple[str, Any], ...]:
+    """The runtime facts a step from :func:`apply_options` learned so far, as ``(name, value)`` pairs.
+
+    The extra work is sized at the end of the warm-up, so its fact exists only once that has run; the
+    record keeps it so the planted fraction can be checked. A plain step learns nothing.
+    """
+    if isinstance(step, _ExtraWorkStep) and step.calibration is not None:
+        return ((EXTRA_WORK, dict(step.calibration)),)
+    return ()
 
 
 def _min_time(fn: Callable[[], Any], synchronize: Callable[[], None], n: int) -> float:
@@ -113,14 +128,13 @@ class _ExtraWorkStep:
         warmup_steps: int,
         synchronize: Callable[[], None],
         device: Any,
-        runtime: dict[str, Any],
     ) -> None:
         self._step = step
         self._fraction = fraction
         self._warmup_steps = warmup_steps
         self._sync = synchronize
         self._device = device
-        self._runtime = runtime
+        self.calibration: dict[str, Any] | None = None  # set at the end of the warm-up (learned_facts)
         self._calls = 0
         self._units = 0
         self._a: Any = None
@@ -165,7 +179,7 @@ class _ExtraWorkStep:
             units = max(1, round(units * target_s / burn_s))
         burn_s = _min_time(lambda u=units: self._burn(u), self._sync, CALIBRATION_STEPS)
         self._units = units
-        self._runtime["extra_work"] = {
+        self.calibration = {
             "fraction": self._fraction,
             "units_per_step": units,
             "unit": f"matmul {int(size)}x{int(size)}",

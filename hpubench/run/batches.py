@@ -22,7 +22,8 @@ def synthetic_batches(
     seed: int,
     count: int,
 ) -> list[Batch]:
-    """``count`` batches of ``workload`` at ``size`` on ``device``, drawn in order from one generator."""
+    """``count`` batches of ``workload`` at ``size`` on ``device``, drawn in order from one generator, so
+    the seed alone fixes the data every step trains on, whatever the device."""
     generator = torch.Generator(device=generator_device)
     generator.manual_seed(seed)
     batches: list[Batch] = []

@@ -8,7 +8,6 @@ the post-step hook. Graph capture and compilation wrap this same step, so they c
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import nn
@@ -16,6 +15,7 @@ from torch import nn
 from hpubench.accelerators.base import Accelerator, StepFn
 from hpubench.plan.cell import Cell
 from hpubench.precision.apply import PreparedPrecision
+from hpubench.run.cellrun.facts import Facts, Learned
 from workloads.base import Batch, Workload
 
 
@@ -87,24 +87,33 @@ def build_step(
     make_step: Callable[[nn.Module], StepFn],
     acc: Accelerator,
     sample_batch: Batch,
-    runtime: dict[str, Any],
-) -> StepFn:
-    """Apply the cell's mode and graph capture; refuse to run a mode the device is not really in."""
-    runtime["mode_requested"] = cell.mode
-    in_force = acc.mode_in_force(cell.mode)
-    runtime["mode_in_force"] = in_force
-    if in_force != cell.mode:
-        raise RuntimeError(
-            f"requested mode {cell.mode!r} but the device runs {in_force!r}; check PT_HPU_LAZY_MODE"
-        )
-    if cell.mode == "compile":
-        options = acc.compile_options(cell.graphs)
-        runtime["compile"] = {k: str(v) for k, v in options.items()}
-        model = torch.compile(model, **options)
-        if cell.graphs:
-            runtime["graphs"] = f"{acc.graph_capture_name} (inside torch.compile)"
-        return make_step(model)
-    if cell.graphs:
-        runtime["graphs"] = acc.graph_capture_name
-        return acc.graphed_step(make_step, model, sample_batch)
-    return make_step(model)
+) -> tuple[StepFn, Facts]:
+    """Apply the cell's mode and graph capture; refuse to run a mode the device is not really in.
+
+    Returns the step and the facts that say how it runs (mode asked for and in force, torch.compile's
+    options, the graph capture), for the record to label its figures with what ran. A failure part way
+    (the wrong mode, a capture the device lacks) leaves as :class:`~hpubench.run.cellrun.facts.Stopped`
+    with the facts learned before it.
+    """
+    learned = Learned()
+    with learned.keeping():
+        learned.add("mode_requested", cell.mode)
+        in_force = acc.mode_in_force(cell.mode)
+        learned.add("mode_in_force", in_force)
+        if in_force != cell.mode:
+            raise RuntimeError(
+                f"requested mode {cell.mode!r} but the device runs {in_force!r}; check PT_HPU_LAZY_MODE"
+            )
+        if cell.mode == "compile":
+            options = acc.compile_options(cell.graphs)
+            learned.add("compile", {k: str(v) for k, v in options.items()})
+            model = torch.compile(model, **options)
+            if cell.graphs:
+                learned.add("graphs", f"{acc.graph_capture_name} (inside torch.compile)")
+            step = make_step(model)
+        elif cell.graphs:
+            learned.add("graphs", acc.graph_capture_name)
+            step = acc.graphed_step(make_step, model, sample_batch)
+        else:
+            step = make_step(model)
+    return step, learned.new()

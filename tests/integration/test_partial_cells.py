@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hpubench.measure.stepfeed import feed_path
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Event, Launcher
+from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore
 

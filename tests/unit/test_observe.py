@@ -14,13 +14,13 @@ from rich.console import Console
 from hpubench.errors import UsageError
 from hpubench.measure.devicestats import MemorySample, MemoryTimeline, should_sample
 from hpubench.measure.loader import split_from_times
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.profile import OpRow, ProfileResult, op_table, trace_file_name, trace_relpath
 from hpubench.measure.telemetry import Reading, summarise
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import ProfileOptions, RunOptions
 from hpubench.present.tables import observation_tables, sparkline
 from hpubench.run.scheduler import cell_options
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import STATUS_OK, CellResult
 
 # ---- run options --------------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_records_without_observations_still_read():
 
 
 def test_the_dataframe_carries_energy_and_profile_columns():
-    from hpubench.store.frame import to_dataframe
+    from hpubench.analysis.frame import to_dataframe
 
     df = to_dataframe([_observed_result(), CellResult(Cell("gpt"), STATUS_OK)])
     row, plain = df.iloc[0], df.iloc[1]

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from hpubench import accelerators
 from hpubench.errors import UsageError
 from hpubench.plan import extrawork, matrix
 from hpubench.plan.cell import Cell
@@ -15,6 +16,7 @@ from hpubench.plan.cliparse import parse_dimensions
 from hpubench.plan.inventory import DeviceInfo, Inventory
 
 CATALOG = {"mlp": ("tiny", "standard"), "gpt": ("tiny", "standard")}
+KINDS = accelerators.kinds()
 
 
 def _cpu() -> Inventory:
@@ -24,7 +26,7 @@ def _cpu() -> Inventory:
 def test_options_in_a_matrix_file_expand_into_cells(tmp_path: Path) -> None:
     f = tmp_path / "m.toml"
     f.write_text('workload = "mlp"\noptions = [{}, {extra_work = 0.1}, {extra_work = "5%"}]\n')
-    cells = [pc.cell for pc in matrix.expand(matrix.load_matrix_file(f), _cpu(), CATALOG)]
+    cells = [pc.cell for pc in matrix.expand(matrix.load_matrix_file(f), _cpu(), CATALOG, KINDS)]
     assert [c.options for c in cells] == [(), (("extra_work", "0.1"),), (("extra_work", "5%"),)]
     assert cells[1].key.endswith("/bsdefault/extra_work=0.1")
     assert len({c.key for c in cells}) == 3  # options are part of the key
@@ -36,7 +38,7 @@ def test_a_single_table_is_one_option_set_and_excludes_match_it(tmp_path: Path) 
         'workload = ["mlp", "gpt"]\noptions = [{}, {extra_work = 0.1}]\n'
         '[[exclude]]\nworkload = "gpt"\noptions = {extra_work = 0.1}\n'
     )
-    keys = [pc.cell.key for pc in matrix.expand(matrix.load_matrix_file(f), _cpu(), CATALOG)]
+    keys = [pc.cell.key for pc in matrix.expand(matrix.load_matrix_file(f), _cpu(), CATALOG, KINDS)]
     assert len(keys) == 3 and not any(k.startswith("gpt") and "extra_work" in k for k in keys)
 
 
@@ -93,10 +95,10 @@ def test_unknown_option_names_fail_the_cell_instead_of_running_a_plain_one() -> 
 
     assert extrawork.unknown_options({"extra_work": "0.1", "seed": "1", "sed": "2"}, W()) == ["sed"]
     with pytest.raises(ValueError, match="unknown workload option"):
-        extrawork.apply_options({"extra_wrok": "0.1"}, object(), lambda b: b, 1, lambda: None, "cpu", {})
+        extrawork.apply_options({"extra_wrok": "0.1"}, object(), lambda b: b, 1, lambda: None, "cpu")
     step = lambda b: b  # noqa: E731
-    assert extrawork.apply_options({}, object(), step, 1, lambda: None, "cpu", {}) is step
-    assert extrawork.apply_options({"extra_work": "0"}, object(), step, 1, lambda: None, "cpu", {}) is step
+    assert extrawork.apply_options({}, object(), step, 1, lambda: None, "cpu") is step
+    assert extrawork.apply_options({"extra_work": "0"}, object(), step, 1, lambda: None, "cpu") is step
 
 
 @pytest.mark.slow  # imports torch: seconds on a busy 2-core machine
@@ -109,11 +111,12 @@ def test_extra_work_is_calibrated_at_the_end_of_the_warmup_then_added_to_every_s
             pass
         return batch
 
-    runtime: dict = {}
-    step = extrawork.apply_options({"extra_work": "0.5"}, object(), plain, 2, lambda: None, "cpu", runtime)
+    step = extrawork.apply_options({"extra_work": "0.5"}, object(), plain, 2, lambda: None, "cpu")
+    assert extrawork.learned_facts(step) == ()  # nothing learned before the warm-up ends
     for _ in range(2):  # warm-up: plain, then calibration inside the last warm-up call
         assert step(1.0) == 1.0
-    info = runtime["extra_work"]
+    [(name, info)] = extrawork.learned_facts(step)
+    assert name == "extra_work"
     assert info["fraction"] == 0.5 and info["units_per_step"] >= 1
     assert info["base_step_s"] == pytest.approx(0.002, rel=0.5)
     assert 0.25 < info["planted_fraction"] < 0.8  # a busy machine blurs the calibration

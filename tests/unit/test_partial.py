@@ -8,9 +8,9 @@ import pytest
 
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.peaks import peak_for
-from hpubench.measure.partial import with_partial
-from hpubench.measure.stepfeed import FeedHeader, FeedState
 from hpubench.plan.cell import Cell
+from hpubench.run.partial import with_partial
+from hpubench.run.stepfeed import FeedHeader, FeedState
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, CellResult
 
 CELL = Cell("mlp", steps=50, warmup_steps=2)
