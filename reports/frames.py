@@ -9,16 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hpubench.analysis.frame import to_dataframe
 from hpubench.analysis.prices import Tables
 from hpubench.analysis.quality import assess_repeats
 from hpubench.analysis.ranking import Contender, Decision, decide
 from hpubench.analysis.scaling import scaling_efficiencies
-from hpubench.store.frame import to_dataframe
 from reports.sources import ResultSet, is_test_double
+
+if TYPE_CHECKING:
+    from hpubench.analysis.compare import CellRuns
+    from hpubench.analysis.economics import CellEconomics
 
 # Columns the report adds in front of the store's own, and the derived ones it appends.
 ID_COLUMNS = ("result_set", "result_path", "hardware", "test_double", "repeats")
@@ -60,74 +64,8 @@ def cell_frame(
     for rs in sets:
         scaling = _scaling(rs)
         for runs in rs.runs:
-            rec = runs.record
-            econ = runs.economics(tables, workload_samples)
-            row: dict[str, Any] = {
-                "result_set": rs.label,
-                "result_path": rs.path,
-                "hardware": hardware_label(
-                    rec.cell.accelerator,
-                    # A cell skipped before it named its device: the device the run detected.
-                    rec.runtime.device_name or rs.inventory_device(rec.cell.accelerator),
-                    is_test_double(rec),
-                ),
-                "test_double": is_test_double(rec),
-                "repeats": len(runs.records),
-            }
-            row.update(dict.fromkeys(DERIVED_COLUMNS))
-            row.update(scaling.get(runs.cell.key, dict.fromkeys(SCALING_COLUMNS)))
-            if econ is not None:
-                price, peak = econ.price, econ.peak
-                scale = econ.samples_per_s / rec.metrics.samples_per_s  # type: ignore[union-attr]
-                row.update(
-                    # Over all repetitions (for one repetition: the record's own figures, unchanged).
-                    samples_per_s=econ.samples_per_s,
-                    samples_per_s_lo=econ.samples_per_s_ci[0],
-                    samples_per_s_hi=econ.samples_per_s_ci[1],
-                    tokens_per_s=econ.tokens_per_s,
-                    achieved_tflops=econ.achieved_tflops,
-                    # Against the peak table in force (user edits applied), not the one of the run.
-                    peak_tflops=peak.tflops if peak else None,
-                    peak_source=peak.source if peak else None,
-                    mfu=econ.mfu,
-                    samples_per_s_per_device=econ.samples_per_s_per_device,
-                    peak_name=peak.device if peak else None,
-                    peak_dtype=peak.dtype if peak else None,
-                    peak_estimate=peak.estimate if peak else None,
-                    peak_as_of=peak.as_of if peak else None,
-                    usd_per_hour=econ.usd_per_hour,
-                    usd_per_million_samples=econ.usd_per_million_samples,
-                    usd_per_million_tokens=econ.usd_per_million_tokens,
-                    samples_per_usd=econ.samples_per_usd,
-                    workload_samples=econ.workload_samples,
-                    workload_time_s=econ.workload_time_s,
-                    workload_cost_usd=econ.workload_cost_usd,
-                )
-                if rec.metrics and rec.metrics.tokens_per_s_ci is not None:
-                    row["tokens_per_s_lo"] = rec.metrics.tokens_per_s_ci[0] * scale
-                    row["tokens_per_s_hi"] = rec.metrics.tokens_per_s_ci[1] * scale
-                if econ.usd_per_million_samples_ci is not None:
-                    row["usd_per_million_samples_lo"], row["usd_per_million_samples_hi"] = (
-                        econ.usd_per_million_samples_ci
-                    )
-                if len(runs.records) > 1:
-                    # One row for all repetitions: every run's problems, noise judged on the row's interval.
-                    lo, hi = econ.samples_per_s_ci
-                    q = assess_repeats(runs.measured, (hi - lo) / 2 / econ.samples_per_s)
-                    row["quality"] = None if q is None else q.verdict
-                    row["quality_reasons"] = None if q is None else "; ".join(q.reasons) or None
-                if price is not None:
-                    row.update(
-                        price_name=price.name,
-                        price_usd_per_device_hour=price.usd_per_device_hour,
-                        price_per=price.per,
-                        price_source=price.source,
-                        price_as_of=price.as_of,
-                        price_estimate=price.estimate,
-                        price_origin=price.origin,
-                    )
-            records.append(rec)
-            extra.append(row)
+            records.append(runs.record)
+            extra.append(_row(rs, runs, scaling, tables, workload_samples))
     df = to_dataframe(records).drop(columns=["repeat"], errors="ignore")
     # Rows of unmeasured cells lack the figures measured rows override: take every row's keys.
     add = pd.DataFrame(
@@ -137,6 +75,90 @@ def cell_frame(
         df[col] = add[col].to_numpy()
     middle = [c for c in df.columns if c not in ID_COLUMNS and c not in DERIVED_COLUMNS]
     return df[[*ID_COLUMNS, *middle, *DERIVED_COLUMNS]]
+
+
+def _row(
+    rs: ResultSet,
+    runs: CellRuns,
+    scaling: dict[str, dict[str, Any]],
+    tables: Tables,
+    workload_samples: int | None,
+) -> dict[str, Any]:
+    """The report's columns of one cell: identity, then every derived column (None where it does not
+    apply), scaling, and the figures over all repetitions; its key order is the frame's column order."""
+    rec = runs.record
+    econ = runs.economics(tables, workload_samples)
+    row: dict[str, Any] = {
+        "result_set": rs.label,
+        "result_path": rs.path,
+        "hardware": hardware_label(
+            rec.cell.accelerator,
+            # A cell skipped before it named its device: the device the run detected.
+            rec.runtime.device_name or rs.inventory_device(rec.cell.accelerator),
+            is_test_double(rec),
+        ),
+        "test_double": is_test_double(rec),
+        "repeats": len(runs.records),
+    }
+    row.update(dict.fromkeys(DERIVED_COLUMNS))
+    row.update(scaling.get(runs.cell.key, dict.fromkeys(SCALING_COLUMNS)))
+    if econ is not None:
+        row.update(_economics_columns(runs, econ))
+    return row
+
+
+def _economics_columns(runs: CellRuns, econ: CellEconomics) -> dict[str, Any]:
+    """A measured cell's figures over all repetitions (for one repetition: the record's own,
+    unchanged), against the peak and price tables in force (user edits applied), not the run's."""
+    rec = runs.record
+    price, peak = econ.price, econ.peak
+    scale = econ.samples_per_s / rec.metrics.samples_per_s  # type: ignore[union-attr]
+    cols: dict[str, Any] = dict(
+        samples_per_s=econ.samples_per_s,
+        samples_per_s_lo=econ.samples_per_s_ci[0],
+        samples_per_s_hi=econ.samples_per_s_ci[1],
+        tokens_per_s=econ.tokens_per_s,
+        achieved_tflops=econ.achieved_tflops,
+        peak_tflops=peak.tflops if peak else None,
+        peak_source=peak.source if peak else None,
+        mfu=econ.mfu,
+        samples_per_s_per_device=econ.samples_per_s_per_device,
+        peak_name=peak.device if peak else None,
+        peak_dtype=peak.dtype if peak else None,
+        peak_estimate=peak.estimate if peak else None,
+        peak_as_of=peak.as_of if peak else None,
+        usd_per_hour=econ.usd_per_hour,
+        usd_per_million_samples=econ.usd_per_million_samples,
+        usd_per_million_tokens=econ.usd_per_million_tokens,
+        samples_per_usd=econ.samples_per_usd,
+        workload_samples=econ.workload_samples,
+        workload_time_s=econ.workload_time_s,
+        workload_cost_usd=econ.workload_cost_usd,
+    )
+    if rec.metrics and rec.metrics.tokens_per_s_ci is not None:
+        cols["tokens_per_s_lo"] = rec.metrics.tokens_per_s_ci[0] * scale
+        cols["tokens_per_s_hi"] = rec.metrics.tokens_per_s_ci[1] * scale
+    if econ.usd_per_million_samples_ci is not None:
+        cols["usd_per_million_samples_lo"], cols["usd_per_million_samples_hi"] = (
+            econ.usd_per_million_samples_ci
+        )
+    if len(runs.records) > 1:
+        # One row for all repetitions: every run's problems, noise judged on the row's interval.
+        lo, hi = econ.samples_per_s_ci
+        q = assess_repeats(runs.measured, (hi - lo) / 2 / econ.samples_per_s)
+        cols["quality"] = None if q is None else q.verdict
+        cols["quality_reasons"] = None if q is None else "; ".join(q.reasons) or None
+    if price is not None:
+        cols.update(
+            price_name=price.name,
+            price_usd_per_device_hour=price.usd_per_device_hour,
+            price_per=price.per,
+            price_source=price.source,
+            price_as_of=price.as_of,
+            price_estimate=price.estimate,
+            price_origin=price.origin,
+        )
+    return cols
 
 
 def config_label(row: pd.Series, varying: Sequence[str] = ()) -> str:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from hpubench.plan.runoptions import ProfileOptions
 
@@ -185,13 +185,64 @@ def profile_steps(
     plain_step_mean_s: float | None = None,
 ) -> ProfileResult:
     """Run ``options.total_steps`` steps under torch.profiler; trace and table cover the active ones."""
-    # deferred: hpubench.store.record imports this module (ProfileResult) on the torch-free CLI path
-    from torch.profiler import profile, record_function, schedule
-
     acts, notes = device.profiler_activities()
     act_names = [a.name for a in acts]
     habana_profile, note = device.profiler_setting()
     notes += [note] if note else []
+    traced = _traced(acts, act_names, trace_path, step, next_batch, synchronize, options)
+    notes += traced.notes
+    active_times = tuple(traced.times[options.wait + options.warmup :])
+    active_wall = sum(active_times)
+    device_traced = len(traced.activities) > 1
+    rows, sort_by, cpu_total, device_busy = op_table(
+        traced.prof.key_averages(), active_wall, options.top, device_traced
+    )
+    if device_traced and sort_by == "self_cpu":
+        notes.append(
+            f"{traced.activities[-1]} activity recorded no device time; the table is sorted by CPU time"
+        )
+    mean = active_wall / len(active_times) if active_times else None
+    return ProfileResult(
+        wait=options.wait,
+        warmup=options.warmup,
+        active=options.active,
+        activities=tuple(traced.activities),
+        sort_by=sort_by,
+        step_times_s=active_times,
+        step_time_mean_s=mean,
+        overhead_vs_plain=(mean / plain_step_mean_s - 1.0) if (mean and plain_step_mean_s) else None,
+        trace_path=trace_relpath if traced.exported else None,
+        trace_bytes=_trace_bytes(trace_path) if traced.exported else None,
+        top_ops=rows,
+        cpu_self_total_s=cpu_total,
+        device_busy_s=device_busy,
+        habana_profile=habana_profile,
+        notes=tuple(notes),
+    )
+
+
+class _Traced(NamedTuple):
+    """The profiled pass: its step times, the profiler (for its table), what it traced and exported."""
+
+    times: list[float]
+    prof: Any
+    activities: list[str]  # the names of the activities traced (CPU only after a fallback)
+    exported: bool  # the Chrome trace was written
+    notes: list[str]  # what went wrong on the way, in order
+
+
+def _traced(
+    acts: list[Any],
+    act_names: list[str],
+    trace_path: Path | None,
+    step: Callable[[Batch], torch.Tensor],
+    next_batch: Callable[[], Batch],
+    synchronize: Callable[[], None],
+    options: ProfileOptions,
+) -> _Traced:
+    """The profiled pass, with every activity asked for, else (when a device activity cannot start) again
+    on the CPU only: the host-side picture is still worth having."""
+    notes: list[str] = []
     exported: list[str] = []
 
     def on_ready(prof: Any) -> None:
@@ -204,29 +255,8 @@ def profile_steps(
         except Exception as exc:
             notes.append(f"trace export failed: {type(exc).__name__}: {exc}")
 
-    def trace(activities: list[Any]) -> tuple[list[float], Any]:
-        times: list[float] = []
-        sched = schedule(wait=options.wait, warmup=options.warmup, active=options.active, repeat=1)
-        synchronize()
-        with profile(
-            activities=activities,
-            schedule=sched,
-            on_trace_ready=on_ready,
-            record_shapes=options.record_shapes,
-        ) as prof:
-            for _ in range(options.total_steps):
-                t0 = time.perf_counter()
-                with record_function(DATA_RANGE):
-                    batch = next_batch()
-                with record_function(STEP_RANGE):
-                    step(batch)
-                    synchronize()
-                times.append(time.perf_counter() - t0)
-                prof.step()
-        return times, prof
-
     try:
-        times, prof = trace(acts)
+        times, prof = _trace_pass(acts, on_ready, step, next_batch, synchronize, options)
     except Exception as exc:
         if len(acts) == 1:
             raise
@@ -237,39 +267,52 @@ def profile_steps(
             "traced CPU only"
         )
         acts, act_names = acts[:1], act_names[:1]
-        times, prof = trace(acts)
-    active_times = tuple(times[options.wait + options.warmup :])
-    active_wall = sum(active_times)
-    device_traced = len(acts) > 1
-    rows, sort_by, cpu_total, device_busy = op_table(
-        prof.key_averages(), active_wall, options.top, device_traced
-    )
-    if device_traced and sort_by == "self_cpu":
-        notes.append(f"{act_names[-1]} activity recorded no device time; the table is sorted by CPU time")
-    mean = active_wall / len(active_times) if active_times else None
-    size = None
-    if exported and trace_path is not None:
-        try:
-            size = trace_path.stat().st_size
-        except OSError:
-            size = None
-    return ProfileResult(
-        wait=options.wait,
-        warmup=options.warmup,
-        active=options.active,
-        activities=tuple(act_names),
-        sort_by=sort_by,
-        step_times_s=active_times,
-        step_time_mean_s=mean,
-        overhead_vs_plain=(mean / plain_step_mean_s - 1.0) if (mean and plain_step_mean_s) else None,
-        trace_path=trace_relpath if exported else None,
-        trace_bytes=size,
-        top_ops=rows,
-        cpu_self_total_s=cpu_total,
-        device_busy_s=device_busy,
-        habana_profile=habana_profile,
-        notes=tuple(notes),
-    )
+        times, prof = _trace_pass(acts, on_ready, step, next_batch, synchronize, options)
+    return _Traced(times, prof, act_names, bool(exported), notes)
+
+
+def _trace_pass(
+    activities: list[Any],
+    on_ready: Callable[[Any], None],
+    step: Callable[[Batch], torch.Tensor],
+    next_batch: Callable[[], Batch],
+    synchronize: Callable[[], None],
+    options: ProfileOptions,
+) -> tuple[list[float], Any]:
+    """(step times, profiler) of one pass under torch.profiler, each step and its data fetch in a range of
+    its own so the trace tells them apart."""
+    # deferred: hpubench.store.record imports this module (ProfileResult) on the torch-free CLI path
+    from torch.profiler import profile, record_function, schedule
+
+    times: list[float] = []
+    sched = schedule(wait=options.wait, warmup=options.warmup, active=options.active, repeat=1)
+    synchronize()
+    with profile(
+        activities=activities,
+        schedule=sched,
+        on_trace_ready=on_ready,
+        record_shapes=options.record_shapes,
+    ) as prof:
+        for _ in range(options.total_steps):
+            t0 = time.perf_counter()
+            with record_function(DATA_RANGE):
+                batch = next_batch()
+            with record_function(STEP_RANGE):
+                step(batch)
+                synchronize()
+            times.append(time.perf_counter() - t0)
+            prof.step()
+    return times, prof
+
+
+def _trace_bytes(trace_path: Path | None) -> int | None:
+    """The written trace's size, so the record says how big a file it points at; None if unreadable."""
+    if trace_path is None:
+        return None
+    try:
+        return trace_path.stat().st_size
+    except OSError:
+        return None
 
 
 def failed_profile(options: ProfileOptions, exc: BaseException) -> ProfileResult:

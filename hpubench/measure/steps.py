@@ -4,6 +4,16 @@ Warm-up steps are bracketed by device syncs. Measured steps are timed by the dev
 (``hpubench.measure.clocks``): host time around a sync per step by default, device events where the device
 has them (a sync per step costs an asynchronous device real throughput). Either way each step time is a
 real duration rather than a launch time; the per-step samples are what the statistics and the gate use.
+A clock that reads a step's time late (``EventClock``) hands the hooks and the stop condition each step
+once it is known, in order; a stop condition's answer then leaves the steps already begun to finish, and
+they count. A fixed count is exact either way.
+
+Each step's loss tensor is dropped before the next step, with what autograd kept of its graph: the step
+may reuse its output buffer (graph replay), and a small tensor of step N still alive during step N+1
+fragments the CPU heap its temporaries reuse. Keeping one clone per step (as the measured loop once did)
+cost mlp tiny ~31 more minor page faults and 8-10% per step; keeping just the last loss, ~10 faults and
+1% (issue 11's note; benchmarks/overhead.py). The clock keeps a host float (HostClock: .item() after the
+sync, which needs no detach: a detach is one more dispatched op per step).
 """
 
 from __future__ import annotations
@@ -54,43 +64,20 @@ def measure_steps(
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
     device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
-    time as it is taken (the step feed: ``hpubench.measure.stepfeed``). ``more_warmup(warmup_times)``, asked
+    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``more_warmup(warmup_times)``, asked
     after the planned warm-up steps and again after each batch it adds, returns how many more to run
-    (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.measure.autosteps.warmup_extension`); every
+    (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.plan.autosteps.warmup_extension`); every
     rank of a distributed cell must get the same.
 
-    ``clock`` times the measured steps (default: ``HostClock(synchronize)``). A clock that reads a step's
-    time late (``EventClock``) hands the hooks and the stop condition each step once it is known, in
-    order; a stop condition's answer then leaves the steps already begun to finish, and they count. A
-    fixed count is exact either way.
+    ``clock`` times the measured steps (default: ``HostClock(synchronize)``; a clock that reads late: the
+    module docstring).
     """
-    warmup: list[float] = []
+    warmup, loss_first = _warm_up(
+        step, batches, synchronize, warmup_steps, on_step, on_step_time, more_warmup, on_warmup_done
+    )
+    stop, count, clock = _measured_setup(steps, clock, synchronize)
     measured: list[float] = []
     losses: list[float] = []
-    synchronize()
-    planned = warmup_steps
-    i = 0
-    while i < planned:
-        t0 = time.perf_counter()
-        loss = step(batches[i % len(batches)])
-        synchronize()
-        warmup.append(time.perf_counter() - t0)
-        value = loss.item()
-        del loss  # see the measured loop: no tensor of this step may live into the next one
-        if i == 0:
-            loss_first = value
-        if on_step is not None:
-            on_step("warmup", i)
-        if on_step_time is not None:
-            on_step_time("warmup", i, warmup[-1], value)
-        i += 1
-        if i == planned and i >= warmup_steps and more_warmup is not None:
-            planned += more_warmup(warmup)  # asked again after the added steps, until it says 0
-    if on_warmup_done is not None:
-        on_warmup_done()
-    stop = fixed_steps(steps) if isinstance(steps, int) else steps
-    count = steps if isinstance(steps, int) else None  # a fixed count is counted as steps begin
-    clock = clock if clock is not None else HostClock(synchronize)
     synchronize()
     if on_measured_start is not None:
         on_measured_start()
@@ -115,13 +102,7 @@ def measure_steps(
         clock.begin()
         loss = step(batches[(len(warmup) + i) % len(batches)])
         clock.end(loss)
-        # The loss tensor is dropped before the next step, with what autograd kept of its graph: the step
-        # may reuse its output buffer (graph replay), and a small tensor of step N still alive during step
-        # N+1 fragments the CPU heap its temporaries reuse. Keeping one clone per step (as this loop once
-        # did) cost mlp tiny ~31 more minor page faults and 8-10% per step; keeping just the last loss, ~10
-        # faults and 1% (issue 11's note; benchmarks/overhead.py). The clock keeps a host float (HostClock:
-        # .item() after the sync, which needs no detach: a detach is one more dispatched op per step).
-        del loss
+        del loss  # before the next step, with its graph (module docstring: 8-10% per step when kept)
         i += 1
         take(clock.ready())
     take(clock.finish())  # a clock that reads late still holds the last steps begun: they ran, they count
@@ -129,9 +110,62 @@ def measure_steps(
         reason = stop(measured, time.perf_counter() - start)
     if on_measured_end is not None:
         on_measured_end()
-    values = losses
-    bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    _check_finite(loss_first, losses)
+    return StepTimes(tuple(warmup), tuple(measured), loss_first, losses[-1], reason)
+
+
+def _warm_up(
+    step: Callable[[tuple[torch.Tensor, ...]], torch.Tensor],
+    batches: Sequence[tuple[torch.Tensor, ...]],
+    synchronize: Callable[[], None],
+    warmup_steps: int,
+    on_step: Callable[[str, int], None] | None,
+    on_step_time: Callable[[str, int, float, float], None] | None,
+    more_warmup: Callable[[Sequence[float]], int] | None,
+    on_warmup_done: Callable[[], None] | None,
+) -> tuple[list[float], float]:
+    """(warm-up step times, first loss). Each warm-up step is bracketed by syncs, so its time is its own
+    (the first one includes compilation); ``more_warmup`` may extend the phase, as ``measure_steps`` says.
+    """
+    warmup: list[float] = []
+    synchronize()
+    planned = warmup_steps
+    i = 0
+    while i < planned:
+        t0 = time.perf_counter()
+        loss = step(batches[i % len(batches)])
+        synchronize()
+        warmup.append(time.perf_counter() - t0)
+        value = loss.item()
+        del loss  # no tensor of this step may live into the next one (module docstring)
+        if i == 0:
+            loss_first = value
+        if on_step is not None:
+            on_step("warmup", i)
+        if on_step_time is not None:
+            on_step_time("warmup", i, warmup[-1], value)
+        i += 1
+        if i == planned and i >= warmup_steps and more_warmup is not None:
+            planned += more_warmup(warmup)  # asked again after the added steps, until it says 0
+    if on_warmup_done is not None:
+        on_warmup_done()
+    return warmup, loss_first
+
+
+def _measured_setup(
+    steps: int | StopCondition, clock: StepClock | None, synchronize: Callable[[], None]
+) -> tuple[StopCondition, int | None, StepClock]:
+    """(stop condition, fixed count, clock) for the measured steps. A fixed count is counted as steps
+    begin, so a clock that reads late runs exactly that many; a stop condition is asked as they end."""
+    stop = fixed_steps(steps) if isinstance(steps, int) else steps
+    count = steps if isinstance(steps, int) else None  # a fixed count is counted as steps begin
+    return stop, count, clock if clock is not None else HostClock(synchronize)
+
+
+def _check_finite(loss_first: float, losses: Sequence[float]) -> None:
+    """Raise :class:`NonFiniteLoss` where the first or any measured loss is not finite: the figures of
+    such a run would describe a broken training, so they are never reported as a result."""
+    bad = next((i for i, v in enumerate(losses) if not math.isfinite(v)), None)
     if not math.isfinite(loss_first) or bad is not None:
         where = "the first step" if not math.isfinite(loss_first) else f"measured step {bad}"
         raise NonFiniteLoss(f"loss became non-finite at {where} (precision or learning-rate problem)")
-    return StepTimes(tuple(warmup), tuple(measured), loss_first, values[-1], reason)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell
-from hpubench.plan.dimvalues import graphs_with_several_ranks
 
 # Node 0 reaches its own store over loopback; only the other nodes need a routable MASTER_ADDR.
 NODE0_DEFAULT_ADDR = "127.0.0.1"
@@ -61,11 +60,6 @@ class ClusterEnv:
         return (
             f"node {self.node_rank} ({self.node_rank_from}), node 0 at {self.master_addr}:{self.master_port}"
         )
-
-
-def multi_process_skip_reason(cell: Cell) -> str | None:
-    """Combinations the data-parallel path does not run (pure: the matrix and the worker both ask)."""
-    return graphs_with_several_ranks(cell)
 
 
 def expand_nodelist(nodelist: str) -> list[str]:
@@ -156,9 +150,46 @@ def resolve(
     single-node cells and race it for the same results.
     """
     slurm = "SLURM_JOB_ID" in env or "SLURM_NODEID" in env or "SLURM_PROCID" in env
+    rank, rank_from = _node_rank(env, node_rank)
+    if max_nodes <= 1:
+        if rank > 0:
+            raise UsageError(
+                f"{rank_from}={rank} but no cell spans more than one node; this process would repeat node "
+                "0's cells: run multi-node cells (e.g. --nodes 2) or start hpubench on node 0 only"
+            )
+        return None
+    nnodes = _job_nodes(env, rank_from, slurm)
+    if nnodes is not None and nnodes < max_nodes:
+        raise UsageError(
+            f"the matrix has cells on {max_nodes} nodes but the job has {nnodes} node(s); "
+            f"allocate {max_nodes} nodes or lower --nodes"
+        )
+    if rank >= max_nodes:
+        raise UsageError(
+            f"{rank_from}={rank} but the matrix spans at most {max_nodes} nodes "
+            f"(node ranks 0-{max_nodes - 1}); give each node its index from 0 to {max_nodes - 1}, "
+            "or raise --nodes"
+        )
+    addr, addr_from = _master_addr(env, master_addr, rank)
+    port, port_from = _master_port(env, master_port, slurm)
+    return ClusterEnv(
+        node_rank=rank,
+        master_addr=addr,
+        master_port=port,
+        node_rank_from=rank_from,
+        master_addr_from=addr_from,
+        master_port_from=port_from,
+        nnodes=nnodes,
+        world_size=_world_size(env),
+    )
+
+
+def _node_rank(env: Mapping[str, str], given: int | None) -> tuple[int, str]:
+    """(node rank, where it came from), from the first source that has one in the module's order, so an
+    explicit option always beats what a scheduler set; 0 ("default") when none has."""
     rank_what = "this node's index (0 on the node that hosts MASTER_PORT)"
     rank_value, rank_from = _first(
-        ("--node-rank", node_rank),
+        ("--node-rank", given),
         ("NODE_RANK", _int(env, "NODE_RANK", rank_what)),
         ("SLURM_NODEID", _int(env, "SLURM_NODEID", rank_what)),
         ("SLURM_PROCID", _int(env, "SLURM_PROCID", rank_what)),
@@ -167,13 +198,15 @@ def resolve(
     rank = int(rank_value) if rank_value is not None else 0  # type: ignore[call-overload]
     if rank < 0:
         raise UsageError(f"{rank_from}={rank} is negative; node ranks count from 0")
-    if max_nodes <= 1:
-        if rank > 0:
-            raise UsageError(
-                f"{rank_from}={rank} but no cell spans more than one node; this process would repeat node "
-                "0's cells: run multi-node cells (e.g. --nodes 2) or start hpubench on node 0 only"
-            )
-        return None
+    return rank, rank_from
+
+
+def _job_nodes(env: Mapping[str, str], rank_from: str, slurm: bool) -> int | None:
+    """The nodes the scheduler that placed this node allocated (None: unknown, e.g. set by hand).
+
+    Only the scheduler the rank came from is asked, and a job shaped for one process per device is
+    refused here: hpubench starts those processes itself, so each node must run exactly one hpubench.
+    """
     nnodes: int | None = None
     if rank_from.startswith("SLURM") or (slurm and rank_from == "default"):
         nnodes = _int(env, "SLURM_NNODES", "the job's node count") or _int(
@@ -193,21 +226,14 @@ def resolve(
                 f"OMPI_COMM_WORLD_LOCAL_SIZE={local_size}: hpubench starts one process per device itself, "
                 "so start one hpubench per node (mpirun --map-by ppr:1:node hpubench run ...)"
             )
-    if nnodes is not None and nnodes < max_nodes:
-        raise UsageError(
-            f"the matrix has cells on {max_nodes} nodes but the job has {nnodes} node(s); "
-            f"allocate {max_nodes} nodes or lower --nodes"
-        )
+    return nnodes
 
-    if rank >= max_nodes:
-        raise UsageError(
-            f"{rank_from}={rank} but the matrix spans at most {max_nodes} nodes "
-            f"(node ranks 0-{max_nodes - 1}); give each node its index from 0 to {max_nodes - 1}, "
-            "or raise --nodes"
-        )
 
+def _master_addr(env: Mapping[str, str], given: str | None, rank: int) -> tuple[str, str]:
+    """(node 0's address, where it came from). Node 0 may default to loopback; any other node must be
+    told, since a guess would only hang its rendezvous."""
     addr_value, addr_from = _first(
-        ("--master-addr", master_addr or None),
+        ("--master-addr", given or None),
         ("MASTER_ADDR", (env.get("MASTER_ADDR") or "").strip() or None),
         ("SLURM_JOB_NODELIST", _slurm_first_host(env)),
     )
@@ -218,13 +244,18 @@ def resolve(
                 "NODE_RANK=0); set MASTER_ADDR=<node 0 host> or pass --master-addr"
             )
         addr_value = NODE0_DEFAULT_ADDR
+    return str(addr_value), addr_from
 
+
+def _master_port(env: Mapping[str, str], given: int | None, slurm: bool) -> tuple[int, str]:
+    """(node 0's rendezvous port, where it came from). Under SLURM the job id picks one, so two jobs
+    sharing a node do not collide; anywhere else it must be given, since every node has to agree."""
     port_from_slurm = None
     job_id = _int(env, "SLURM_JOB_ID", "the job id")
     if slurm and job_id is not None:
         port_from_slurm = SLURM_PORT_BASE + job_id % SLURM_PORT_SPAN
     port_value, port_from = _first(
-        ("--master-port", master_port),
+        ("--master-port", given),
         ("MASTER_PORT", _int(env, "MASTER_PORT", "a free TCP port on node 0, e.g. 29500")),
         ("SLURM_JOB_ID", port_from_slurm),
     )
@@ -236,20 +267,15 @@ def resolve(
     port = int(port_value)  # type: ignore[call-overload]
     if not 1 <= port <= 65535:
         raise UsageError(f"{port_from}={port} is not a TCP port; use a free port between 1024 and 65535")
+    return port, port_from
 
+
+def _world_size(env: Mapping[str, str]) -> int | None:
+    """WORLD_SIZE when given (total processes, nodes x devices): only ever checked against the cells."""
     world_size = _int(env, "WORLD_SIZE", "the total number of processes, nodes x devices")
     if world_size is not None and world_size < 1:
         raise UsageError(f"WORLD_SIZE={world_size} must be at least 1 (total processes, nodes x devices)")
-    return ClusterEnv(
-        node_rank=rank,
-        master_addr=str(addr_value),
-        master_port=port,
-        node_rank_from=rank_from,
-        master_addr_from=addr_from,
-        master_port_from=port_from,
-        nnodes=nnodes,
-        world_size=world_size,
-    )
+    return world_size
 
 
 def _slurm_first_host(env: Mapping[str, str]) -> str | None:

@@ -7,7 +7,8 @@ import pytest
 from hpubench.measure.ranks import RankSample, merge_ranks, rank_peaks
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.cluster import ClusterEnv
-from hpubench.run.distributed.launch import root_cause, schedule, timeout_reason
+from hpubench.run.distributed.causes import root_cause, timeout_reason
+from hpubench.run.distributed.launch import schedule
 from hpubench.run.distributed.spec import rendezvous_id
 from hpubench.run.exitwords import MemoryEvidence
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hpubench.measure.telemetry.base import Reading
 from hpubench.measure.telemetry.counter import CounterWindow, counter_window
@@ -109,6 +109,15 @@ def _resolution_notes(counted: CounterWindow, duration: float) -> list[str]:
     return [f"energy within +/-{counted.resolution_pct:.0f}% over this {duration:.2f} s window: {why}; {fix}"]
 
 
+class _Energy(NamedTuple):
+    """The window's energy and how it was had: the counter's error and every caveat go into the record."""
+
+    joules: float | None
+    method: str | None  # "counter" | "power-integral"; None: no energy figure
+    counted: CounterWindow | None  # the counter's window, where the counter advanced
+    notes: list[str]
+
+
 def summarise(
     readings: Sequence[Reading],
     *,
@@ -123,12 +132,7 @@ def summarise(
     sampler_cpu_pct: float | None = None,
 ) -> TelemetryResult:
     """Figures over the window from the first to the last reading, which bracket ``steps`` steps."""
-    notes = list(notes)
-    if sampler_cpu_pct is not None and sampler_cpu_pct > SAMPLER_NOTE_PCT:
-        notes.append(
-            f"the telemetry sampler took {sampler_cpu_pct:.1f}% of a core over the window, which a "
-            "host-bound step can lose; a longer --telemetry-interval or --no-telemetry avoids it"
-        )
+    notes = [*notes, *_sampler_notes(sampler_cpu_pct)]
     readings = sorted(readings, key=lambda r: r.t)
     if len(readings) < 2:
         return TelemetryResult(
@@ -143,44 +147,13 @@ def summarise(
     t0 = readings[0].t
     duration = readings[-1].t - t0
     powers = [(r.t, r.power_w) for r in readings if r.power_w is not None]
-    energy: float | None = None
-    method: str | None = None
-    first_e, last_e = readings[0].energy_j, readings[-1].energy_j
-    counted = None
-    if first_e is not None and last_e is not None:
-        counted = counter_window([(r.t, r.energy_j) for r in readings if r.energy_j is not None])
-        if counted is None:
-            notes.append(f"energy counter did not advance over {duration:.3f} s")
-        else:
-            energy, method = counted.energy_j, "counter"
-            notes += _resolution_notes(counted, duration)
-    if energy is None and len(powers) >= 2 and powers[-1][0] > powers[0][0]:
-        span = powers[-1][0] - powers[0][0]
-        # Mean power over the span the samples cover, applied to the whole window.
-        energy, method = _trapezoid(powers) / span * duration, "power-integral"
+    energy = _window_energy(readings, powers, duration)
+    joules = energy.joules
     # Energy over the window is the better mean: power samples are as coarse as the polling.
-    mean_power = energy / duration if energy is not None and duration > 0 else _mean([p for _, p in powers])
-    samples_total = steps * samples_per_step
-    per_step = energy / steps if energy is not None and steps > 0 else None
-    per_sample = energy / samples_total if energy is not None and samples_total > 0 else None
-    per_kwh = samples_total / (energy / J_PER_KWH) if energy else None
-    cost_1m = cost_hour = None
-    if price_per_kwh is not None:
-        cost_1m = price_per_kwh * per_sample * 1e6 / J_PER_KWH if per_sample is not None else None
-        cost_hour = price_per_kwh * mean_power / 1000.0 if mean_power is not None else None
-    utils = [r.utilisation_pct for r in readings if r.utilisation_pct is not None]
-    temps = [r.temperature_c for r in readings if r.temperature_c is not None]
-    base_e = first_e
-    samples = [
-        TelemetrySample(
-            t_s=r.t - t0,
-            power_w=r.power_w,
-            energy_j=(r.energy_j - base_e) if (r.energy_j is not None and base_e is not None) else None,
-            utilisation_pct=r.utilisation_pct,
-            temperature_c=r.temperature_c,
-        )
-        for r in readings
-    ]
+    mean_power = joules / duration if joules is not None and duration > 0 else _mean([p for _, p in powers])
+    per_step, per_sample, per_kwh = _per_work(joules, steps, steps * samples_per_step)
+    cost_1m, cost_hour = _costs(price_per_kwh, per_sample, mean_power)
+    counted = energy.counted
     return TelemetryResult(
         source=source,
         device=device,
@@ -190,8 +163,8 @@ def summarise(
         duration_s=duration,
         steps=steps,
         samples_per_step=samples_per_step,
-        energy_method=method,
-        energy_j=energy,
+        energy_method=energy.method,
+        energy_j=joules,
         energy_resolution_pct=None if counted is None else counted.resolution_pct,
         counter_step_s=None if counted is None else counted.step_period_s,
         sampler_cpu_pct=sampler_cpu_pct,
@@ -200,11 +173,82 @@ def summarise(
         energy_per_step_j=per_step,
         energy_per_sample_j=per_sample,
         samples_per_kwh=per_kwh,
-        mean_utilisation_pct=_mean(utils),
-        max_temperature_c=max(temps, default=None),
+        mean_utilisation_pct=_mean([r.utilisation_pct for r in readings if r.utilisation_pct is not None]),
+        max_temperature_c=max(
+            (r.temperature_c for r in readings if r.temperature_c is not None), default=None
+        ),
         energy_price_per_kwh=price_per_kwh,
         energy_cost_per_1m_samples=cost_1m,
         energy_cost_per_hour=cost_hour,
-        notes=tuple(notes),
-        samples=_thin(samples, MAX_SAMPLES_KEPT),
+        notes=(*notes, *energy.notes),
+        samples=_thin(_series(readings), MAX_SAMPLES_KEPT),
     )
+
+
+def _sampler_notes(sampler_cpu_pct: float | None) -> list[str]:
+    """A note where the polling thread itself was busy enough to slow a host-bound step."""
+    if sampler_cpu_pct is not None and sampler_cpu_pct > SAMPLER_NOTE_PCT:
+        return [
+            f"the telemetry sampler took {sampler_cpu_pct:.1f}% of a core over the window, which a "
+            "host-bound step can lose; a longer --telemetry-interval or --no-telemetry avoids it"
+        ]
+    return []
+
+
+def _window_energy(
+    readings: Sequence[Reading], powers: Sequence[tuple[float, float]], duration: float
+) -> _Energy:
+    """Energy over the window: the source's own counter where it has one and it advanced (exact up to its
+    steps), else the power samples' mean over the span they cover, applied to the whole window."""
+    joules: float | None = None
+    method: str | None = None
+    notes: list[str] = []
+    counted = None
+    if readings[0].energy_j is not None and readings[-1].energy_j is not None:
+        counted = counter_window([(r.t, r.energy_j) for r in readings if r.energy_j is not None])
+        if counted is None:
+            notes.append(f"energy counter did not advance over {duration:.3f} s")
+        else:
+            joules, method = counted.energy_j, "counter"
+            notes += _resolution_notes(counted, duration)
+    if joules is None and len(powers) >= 2 and powers[-1][0] > powers[0][0]:
+        span = powers[-1][0] - powers[0][0]
+        # Mean power over the span the samples cover, applied to the whole window.
+        joules, method = _trapezoid(powers) / span * duration, "power-integral"
+    return _Energy(joules, method, counted, notes)
+
+
+def _per_work(
+    joules: float | None, steps: int, samples_total: int
+) -> tuple[float | None, float | None, float | None]:
+    """(J per step, J per sample, samples per kWh): None, never 0, where no energy was measured."""
+    per_step = joules / steps if joules is not None and steps > 0 else None
+    per_sample = joules / samples_total if joules is not None and samples_total > 0 else None
+    per_kwh = samples_total / (joules / J_PER_KWH) if joules else None
+    return per_step, per_sample, per_kwh
+
+
+def _costs(
+    price_per_kwh: float | None, per_sample: float | None, mean_power: float | None
+) -> tuple[float | None, float | None]:
+    """(cost per million samples, cost per hour) at the user's --energy-price; no price is ever assumed."""
+    if price_per_kwh is None:
+        return None, None
+    cost_1m = price_per_kwh * per_sample * 1e6 / J_PER_KWH if per_sample is not None else None
+    cost_hour = price_per_kwh * mean_power / 1000.0 if mean_power is not None else None
+    return cost_1m, cost_hour
+
+
+def _series(readings: Sequence[Reading]) -> list[TelemetrySample]:
+    """Every reading as a sample of the window: time and energy counted from its first reading."""
+    t0, base_e = readings[0].t, readings[0].energy_j
+    return [
+        TelemetrySample(
+            t_s=r.t - t0,
+            power_w=r.power_w,
+            energy_j=(r.energy_j - base_e) if (r.energy_j is not None and base_e is not None) else None,
+            utilisation_pct=r.utilisation_pct,
+            temperature_c=r.temperature_c,
+        )
+        for r in readings
+    ]

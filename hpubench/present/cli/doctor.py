@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from hpubench.analysis import doctor as dr
+from hpubench.measure import doctor as dr
 from hpubench.present.cli.consoles import out_console
 
 

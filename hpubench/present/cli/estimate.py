@@ -1,6 +1,6 @@
 """The command line's view of estimates and budgets: the table ``list cells`` and ``run`` print before
 anything runs, and the ``--budget`` value. Shared by ``run`` (runcmd) and ``list cells`` (listing); no logic
-here beyond formatting: the figures come from ``hpubench.plan.preflight``."""
+here beyond formatting: the figures come from ``hpubench.run.preflight``."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from rich.table import Table
 from hpubench.errors import UsageError
 from hpubench.plan.budget import BudgetPlan
 from hpubench.plan.cost import format_bytes, format_duration, parse_duration
-from hpubench.plan.preflight import BudgetRun, Preflight, preflight, write_estimates
-from hpubench.present.eta import RunEstimate
 from hpubench.present.skipsummary import summary_lines
+from hpubench.run.eta import RunEstimate
+from hpubench.run.preflight import BudgetRun, Preflight, preflight, write_estimates
 
 
 def parse_budget(text: str | None) -> float | None:

@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         # numpy (the gate, the history, the baselines)
         from hpubench.analysis import history as history_mod  # deferred: numpy
         from hpubench.analysis.gate import rules as gaterules  # deferred: numpy
-        from hpubench.store.historyload import load_points  # deferred: numpy
+        from hpubench.api import load_points  # deferred: numpy
         from reports.history import history_html  # deferred: pandas, jinja2, plotly
 
         check_suffix(out, ("html", "htm"))

@@ -13,8 +13,10 @@ A command that takes matrix dimensions declares one parameter ``dims`` and is de
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -22,8 +24,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from hpubench.errors import UsageError
-from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cliparse import parse_dimensions
 from hpubench.plugins.files import DEFAULT_LIMIT_S
 
@@ -73,6 +75,38 @@ def dimension_overrides(
 ) -> dict[str, Any]:
     """The ``dims`` a :func:`dimension_options` command received (and its step flags) as spec overrides."""
     return parse_dimensions(**dims, steps=steps, warmup_steps=warmup, auto=auto)
+
+
+def flag_options(cls: type) -> Callable[[Callable[[Any], Any]], Callable[..., Any]]:
+    """Declare a command's flags once, as the fields of dataclass ``cls``; the command takes one ``cls``.
+
+    typer sees one parameter per field (its ``Annotated`` option and default, in field order, which is
+    the order of ``--help``), so a command with thirty flags keeps a short body that hands ``flags`` to
+    its helpers rather than thirty names. Calling the decorated command with keyword arguments (as
+    ``profile`` calls ``run``) builds ``cls`` from them. With a ``dims`` field, put
+    :func:`dimension_options` above this decorator.
+    """
+    hints = typing.get_type_hints(cls, include_extras=True)
+    params = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+            annotation=hints[f.name],
+        )
+        for f in dataclasses.fields(cls)
+    ]
+
+    def decorate(func: Callable[[Any], Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(cls(*args, **kwargs))
+
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
 
 
 WideOpt = Annotated[

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,31 +20,26 @@ from hpubench.measure.heap import check_heap_env
 from hpubench.plan import shard as shard_mod
 from hpubench.plan.cliparse import check_timeout, out_dir
 from hpubench.plan.modeldirs import with_model_dirs
-from hpubench.plan.runoptions import ProfileOptions, RunOptions
+from hpubench.plan.runoptions import RunOptions
+from hpubench.plan.shard import Shard
 from hpubench.plugins.files import import_limit_s
 from hpubench.present.cli.consoles import err_console, out_console, print_observations
 from hpubench.present.cli.options import (
     DEFAULT_TIMEOUT_S,
-    BudgetOpt,
     DimsOpt,
     EnergyPriceOpt,
-    EstimatesFromOpt,
     FilesOpt,
     IsolationOpt,
     LoaderOpt,
-    MasterAddrOpt,
-    MasterPortOpt,
     MatrixOpt,
     MaxTimeOpt,
     MemoryEveryOpt,
     MinStepsOpt,
     MinTimeOpt,
-    NodeRankOpt,
     ProfileActiveOpt,
     ProfileWaitOpt,
     ProfileWarmOpt,
     ResumeOpt,
-    ShardOpt,
     StepsOpt,
     TargetCiOpt,
     TelemetryIntervalOpt,
@@ -51,11 +47,11 @@ from hpubench.present.cli.options import (
     TimeoutOpt,
     TopOpt,
     WarmOpt,
-    WideOpt,
     dimension_options,
     dimension_overrides,
+    flag_options,
 )
-from hpubench.present.eta import PLAIN_EVERY_S
+from hpubench.present.cli.runflags import RunFlags
 
 
 def register(app: typer.Typer) -> None:
@@ -64,78 +60,208 @@ def register(app: typer.Typer) -> None:
     app.command("profile")(profile_cmd)
 
 
-def _run_options(
-    *,
-    profile: bool,
-    wait: int,
-    warmup: int,
-    active: int,
-    top: int,
-    record_shapes: bool,
-    telemetry: bool,
-    telemetry_interval: float,
-    memory_every: int,
-    loader: str,
-    energy_price: float | None,
-) -> RunOptions:
-    """What to observe beside the figures, from run's (or profile's) flags."""
-    return RunOptions(
-        profile=ProfileOptions(wait, warmup, active, top, record_shapes) if profile else None,
-        telemetry=telemetry,
-        telemetry_interval_s=telemetry_interval,
-        memory_every=memory_every,
-        loader=loader,
-        energy_price_per_kwh=energy_price,
+@dataclass(frozen=True)
+class _Setup:
+    """What ``run`` settled from its flags and the environment before a launcher starts."""
+
+    started: float  # the --budget clock starts here, before anything else is done
+    budget_s: float | None
+    shard: Shard | None  # --shard, else the Slurm array task; None: every cell
+    options: RunOptions
+    spec: Any
+    node: Any  # this node of a multi-node run, None: a single node
+    out: Path
+    workloads_from: list[Path]  # --workloads-from plus the directories of every -w hf:<path>
+
+    @property
+    def writes_records(self) -> bool:
+        """Whether this node writes the run directory: only node 0 does in a multi-node run."""
+        return self.node is None or self.node.is_node_zero
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """The plan ``run`` runs: cells that cannot fit skipped, sharded, fitted to the budget."""
+
+    plan: Any
+    pre: Any  # the preflight: every cell's estimate
+    budget_run: Any  # the --budget re-planner, None without --budget
+    first: Any  # the budget's plan before the first cell, None without --budget
+    shard_info: dict[str, Any] | None
+
+
+def _check_flags(flags: RunFlags) -> None:
+    """Refuse bad flag values and environment variables before anything starts or is written.
+
+    Each check is one UsageError line; they run in this order so that a command with several bad inputs
+    reports the same one as it always has."""
+    from hpubench.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
+
+    check_timeout(flags.timeout)
+    if flags.isolation not in ("fork", "spawn"):
+        raise UsageError(f"--isolation must be 'fork' or 'spawn', got {flags.isolation!r}")
+    if flags.repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {flags.repeat}")
+    if not flags.progress_every > 0:
+        raise UsageError(f"--progress-every must be a positive number of seconds, got {flags.progress_every}")
+    check_environment(os.environ)
+    check_heap_env(os.environ)
+    import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
+
+
+def _prepare(flags: RunFlags) -> _Setup:
+    """Parse and check every flag, then settle the spec, this node and the run directory.
+
+    Logic, not presentation (it belongs in hpubench.api): everything here happens before a launcher
+    starts, so bad input costs no worker start-up; the run directory is claimed (on node 0 only, the
+    one that writes records) only once every flag has been accepted."""
+    from hpubench import api  # deferred: numpy (api)
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (run.preflight)
+
+    started = cli_estimate.now()
+    budget_s = cli_estimate.parse_budget(flags.budget)
+    my_shard = shard_mod.resolve(flags.shard, os.environ)
+    _check_flags(flags)
+    options = flags.run_options()
+    dims, workloads_from = with_model_dirs(flags.dims, flags.workloads_from)
+    overrides = dimension_overrides(dims, flags.steps, flags.warmup_steps, auto=flags.auto_steps())
+    spec = api.resolve_spec(flags.matrix, overrides)
+    node = api.resolve_cluster(
+        spec,
+        os.environ,
+        node_rank=flags.node_rank,
+        master_addr=flags.master_addr,
+        master_port=flags.master_port,
+    )
+    out = out_dir(flags.out) or Path("results") / time.strftime("%Y%m%d-%H%M%S")
+    setup = _Setup(started, budget_s, my_shard, options, spec, node, out, workloads_from)
+    if setup.writes_records:
+        api.check_out_dir(out, flags.resume)
+    return setup
+
+
+def _plan(flags: RunFlags, setup: _Setup, launcher: Any) -> _Planned:
+    """Estimate every cell (skipping those that cannot fit), take this shard, fit the budget.
+
+    Logic, not presentation (it belongs in hpubench.api), but for the shard's one-line description,
+    printed as soon as the shard is taken as it always was. A plan refused before anything ran leaves
+    no run directory behind."""
+    from hpubench import api  # deferred: numpy (api)
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (run.preflight)
+    from hpubench.run import shardplan  # deferred: numpy
+
+    try:
+        plan, pre = cli_estimate.estimate(api.make_plan(setup.spec, launcher), launcher, flags.estimates_from)
+    except UsageError:
+        api.abandon_out_dir(setup.out)  # refused before anything was written: leave no trace
+        raise
+    shard_info = None
+    if setup.shard is not None:
+        plan, pre, shard_info = shardplan.apply(plan, pre, setup.shard)
+        err_console.print(shardplan.describe(shard_info), highlight=False, markup=False, soft_wrap=True)
+    budget_run = None
+    if setup.budget_s is not None:
+        budget_run = cli_estimate.start_budget(pre, setup.budget_s, flags.repeat, setup.started)
+    first = budget_run.plan_from(0, 0) if budget_run is not None else None
+    return _Planned(plan, pre, budget_run, first, shard_info)
+
+
+def _show_plan(flags: RunFlags, setup: _Setup, planned: _Planned) -> None:
+    """Before anything runs: the estimate table, the estimates file, this node's role, the cell count.
+
+    The estimates file is written here, between the table and the counts, where it always was: only on
+    the node that writes records."""
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (run.preflight)
+
+    title = f"plan: matrix {setup.spec.name}"
+    table, lines = cli_estimate.estimate_table(
+        planned.pre, title, planned.first, flags.repeat, setup.budget_s
+    )
+    err_console.print(table)
+    for line in lines:
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if setup.writes_records:
+        cli_estimate.write_estimates(setup.out, planned.pre, planned.first)
+    _print_node_role(setup.node, setup.out)
+    cells = planned.plan.cells
+    runnable = sum(pc.runnable for pc in cells)
+    err_console.print(
+        f"[bold]{len(cells)}[/] cells: {runnable} to run, {len(cells) - runnable} skipped "
+        + (f"(x{flags.repeat} repeats) " if flags.repeat > 1 else "")
+        + f"-> {setup.out}"
     )
 
 
+def _print_node_role(node: Any, out: Path) -> None:
+    """In a multi-node run, say what this node does, and on node 0 how to start the others."""
+    if node is not None and node.is_node_zero:
+        err_console.print(
+            f"{node.describe()}: node 0 hosts each multi-node cell's rendezvous on port "
+            f"{node.master_port} and writes the records; start the same command on the other nodes "
+            "with their NODE_RANK and MASTER_ADDR set to this host",
+            highlight=False,
+        )
+    elif node is not None:
+        err_console.print(
+            f"{node.describe()}: this node runs its share of the multi-node cells; node 0 writes "
+            f"every record, so nothing is stored here (logs only, in {out}/logs)",
+            highlight=False,
+        )
+
+
+def _run_live(flags: RunFlags, setup: _Setup, planned: _Planned, launcher: Any) -> list[Any]:
+    """Run the plan under the live progress view, which is told the estimates and the budget's deadline."""
+    from hpubench import api  # deferred: numpy (api)
+    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (run.preflight)
+    from hpubench.present.liveview import LiveView  # deferred: rich.live, ~10 ms
+
+    plan, repeat = planned.plan, flags.repeat
+    deadline = setup.started + setup.budget_s if setup.budget_s is not None else None
+    estimate = cli_estimate.run_estimate(planned.pre, planned.first, repeat, deadline)
+    runnable = sum(pc.runnable for pc in plan.cells)
+    total = len(plan.cells) * repeat
+    with LiveView(
+        err_console,
+        total,
+        runnable * repeat,
+        flags.progress_every,
+        estimate=estimate,
+        deadline_clock=cli_estimate.now,
+    ) as view:
+        return api.run_plan(
+            plan,
+            launcher,
+            setup.out,
+            resume=flags.resume,
+            timeout_s=flags.timeout,
+            on_event=view.on_event,
+            argv=sys.argv,
+            repeat=repeat,
+            options=setup.options,
+            budget=planned.budget_run,
+            meta_extra=None if planned.shard_info is None else {"shard": planned.shard_info},
+        )
+
+
+def _show_results(flags: RunFlags, setup: _Setup, results: list[Any]) -> None:
+    """The results table and what was observed beside it; exit 1 when any cell failed."""
+    from hpubench.present.narrowtable import results_view  # deferred: pulls numpy
+
+    out = setup.out
+    out_console.print(
+        *results_view(results, f"hpubench run -> {out}", out_console.width, flags.wide), sep="\n"
+    )
+    print_observations(results, out)
+    failed = sum(r.status == "failed" for r in results)
+    if failed:
+        where = f"{out}/cells.jsonl" if setup.writes_records else "node 0's records"
+        err_console.print(f"[red]{failed} cell(s) failed[/]; reasons are in the table and in {where}")
+        raise typer.Exit(1)
+
+
 @dimension_options
-def run(
-    matrix: MatrixOpt = None,
-    dims: DimsOpt = None,
-    steps: StepsOpt = None,
-    target_ci: TargetCiOpt = None,
-    min_steps: MinStepsOpt = None,
-    min_time: MinTimeOpt = None,
-    max_time: MaxTimeOpt = None,
-    warmup_steps: WarmOpt = None,
-    repeat: Annotated[
-        int,
-        typer.Option(
-            "--repeat",
-            help="Run the whole matrix N times (passes interleaved); each record keeps its repeat index, "
-            "so 'hpubench gate' can use between-run variance.",
-        ),
-    ] = 1,
-    out: Annotated[
-        str | None, typer.Option("--out", "-o", help="Run directory (default results/<time>).")
-    ] = None,
-    resume: ResumeOpt = False,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT_S,
-    isolation: IsolationOpt = "fork",
-    workloads_from: FilesOpt = None,
-    node_rank: NodeRankOpt = None,
-    master_addr: MasterAddrOpt = None,
-    master_port: MasterPortOpt = None,
-    telemetry: TelemetryOpt = True,
-    telemetry_interval: TelemetryIntervalOpt = 0.1,
-    memory_every: MemoryEveryOpt = 0,
-    loader: LoaderOpt = "device",
-    energy_price: EnergyPriceOpt = None,
-    profile: Annotated[
-        bool, typer.Option("--profile", help="Also profile every cell (as 'hpubench profile' does).")
-    ] = False,
-    profile_wait: Annotated[int, typer.Option("--profile-wait", hidden=True)] = 1,
-    profile_warmup: Annotated[int, typer.Option("--profile-warmup", hidden=True)] = 1,
-    profile_active: Annotated[int, typer.Option("--profile-active", hidden=True)] = 3,
-    top: Annotated[int, typer.Option("--top", hidden=True)] = 20,
-    record_shapes: Annotated[bool, typer.Option("--record-shapes", hidden=True)] = False,
-    progress_every: Annotated[float, typer.Option("--progress-every", hidden=True)] = PLAIN_EVERY_S,
-    budget: BudgetOpt = None,
-    estimates_from: EstimatesFromOpt = None,
-    shard: ShardOpt = None,
-    wide: WideOpt = False,
-) -> None:
+@flag_options(RunFlags)
+def run(flags: RunFlags) -> None:
     """Run a matrix of cells, each in its own process, and store one record per cell.
 
     Before anything runs it prints each cell's estimated time and memory per device; cells that cannot
@@ -150,129 +276,16 @@ def run(
     no process draws a heap trimmed and regrown every step; HPUBENCH_MALLOC=system leaves glibc's own,
     and a user's MALLOC_*_ variables, GLIBC_TUNABLES or LD_PRELOADed allocator win.
     """
-    # deferred, as every command's work: the CLI starts (and prints --help) without numpy (api, shardplan,
-    # the estimates), the accelerator registry or the live view (about 0.3 s together)
+    # deferred, as every command's work (here and in the helpers): the CLI starts (and prints --help)
+    # without numpy (api, shardplan, the estimates), the accelerator registry or the live view
     from hpubench import api  # deferred: numpy (api)
-    from hpubench.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
-    from hpubench.plan import shardplan  # deferred: numpy
-    from hpubench.present.cli import estimate as cli_estimate  # deferred: numpy (plan.preflight)
-    from hpubench.present.liveview import LiveView  # deferred: rich.live, ~10 ms
 
-    started = cli_estimate.now()
-    budget_s = cli_estimate.parse_budget(budget)
-    my_shard = shard_mod.resolve(shard, os.environ)
-
-    check_timeout(timeout)
-    if isolation not in ("fork", "spawn"):
-        raise UsageError(f"--isolation must be 'fork' or 'spawn', got {isolation!r}")
-    if repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeat}")
-    if not progress_every > 0:
-        raise UsageError(f"--progress-every must be a positive number of seconds, got {progress_every}")
-    check_environment(os.environ)
-    check_heap_env(os.environ)
-    import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
-    run_options = _run_options(
-        profile=profile,
-        wait=profile_wait,
-        warmup=profile_warmup,
-        active=profile_active,
-        top=top,
-        record_shapes=record_shapes,
-        telemetry=telemetry,
-        telemetry_interval=telemetry_interval,
-        memory_every=memory_every,
-        loader=loader,
-        energy_price=energy_price,
-    )
-    dims, workloads_from = with_model_dirs(dims, workloads_from)
-    spec = api.resolve_spec(
-        matrix,
-        dimension_overrides(
-            dims,
-            steps,
-            warmup_steps,
-            auto={"target_ci": target_ci, "min_steps": min_steps, "min_time": min_time, "max_time": max_time},
-        ),
-    )
-    node = api.resolve_cluster(
-        spec, os.environ, node_rank=node_rank, master_addr=master_addr, master_port=master_port
-    )
-    out = out_dir(out) or Path("results") / time.strftime("%Y%m%d-%H%M%S")
-    if node is None or node.is_node_zero:
-        api.check_out_dir(out, resume)
-    with api.open_launcher(workloads_from, isolation, cluster=node) as launcher:
-        try:
-            plan, pre = cli_estimate.estimate(api.make_plan(spec, launcher), launcher, estimates_from)
-        except UsageError:
-            api.abandon_out_dir(out)  # refused before anything was written: leave no trace
-            raise
-        shard_info = None
-        if my_shard is not None:
-            plan, pre, shard_info = shardplan.apply(plan, pre, my_shard)
-            err_console.print(shardplan.describe(shard_info), highlight=False, markup=False, soft_wrap=True)
-        budget_run = None
-        if budget_s is not None:
-            budget_run = cli_estimate.start_budget(pre, budget_s, repeat, started)
-        first = budget_run.plan_from(0, 0) if budget_run is not None else None
-        table, lines = cli_estimate.estimate_table(pre, f"plan: matrix {spec.name}", first, repeat, budget_s)
-        err_console.print(table)
-        for line in lines:
-            err_console.print(line, highlight=False, markup=False, soft_wrap=True)
-        if node is None or node.is_node_zero:
-            cli_estimate.write_estimates(out, pre, first)
-        if node is not None and node.is_node_zero:
-            err_console.print(
-                f"{node.describe()}: node 0 hosts each multi-node cell's rendezvous on port "
-                f"{node.master_port} and writes the records; start the same command on the other nodes "
-                "with their NODE_RANK and MASTER_ADDR set to this host",
-                highlight=False,
-            )
-        elif node is not None:
-            err_console.print(
-                f"{node.describe()}: this node runs its share of the multi-node cells; node 0 writes "
-                f"every record, so nothing is stored here (logs only, in {out}/logs)",
-                highlight=False,
-            )
-        runnable = sum(pc.runnable for pc in plan.cells)
-        err_console.print(
-            f"[bold]{len(plan.cells)}[/] cells: {runnable} to run, {len(plan.cells) - runnable} skipped "
-            + (f"(x{repeat} repeats) " if repeat > 1 else "")
-            + f"-> {out}"
-        )
-        deadline = started + budget_s if budget_s is not None else None
-        estimate = cli_estimate.run_estimate(pre, first, repeat, deadline)
-        total = len(plan.cells) * repeat
-        with LiveView(
-            err_console,
-            total,
-            runnable * repeat,
-            progress_every,
-            estimate=estimate,
-            deadline_clock=cli_estimate.now,
-        ) as view:
-            results = api.run_plan(
-                plan,
-                launcher,
-                out,
-                resume=resume,
-                timeout_s=timeout,
-                on_event=view.on_event,
-                argv=sys.argv,
-                repeat=repeat,
-                options=run_options,
-                budget=budget_run,
-                meta_extra=None if shard_info is None else {"shard": shard_info},
-            )
-    from hpubench.present.narrowtable import results_view  # deferred: pulls numpy (see above)
-
-    out_console.print(*results_view(results, f"hpubench run -> {out}", out_console.width, wide), sep="\n")
-    print_observations(results, out)
-    failed = sum(r.status == "failed" for r in results)
-    if failed:
-        where = f"{out}/cells.jsonl" if node is None or node.is_node_zero else "node 0's records"
-        err_console.print(f"[red]{failed} cell(s) failed[/]; reasons are in the table and in {where}")
-        raise typer.Exit(1)
+    setup = _prepare(flags)
+    with api.open_launcher(setup.workloads_from, flags.isolation, cluster=setup.node) as launcher:
+        planned = _plan(flags, setup, launcher)
+        _show_plan(flags, setup, planned)
+        results = _run_live(flags, setup, planned, launcher)
+    _show_results(flags, setup, results)
 
 
 @dimension_options

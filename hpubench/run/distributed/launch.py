@@ -30,17 +30,23 @@ import psutil
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run import oomwatch, proctree
 from hpubench.run.cluster import ClusterEnv
+from hpubench.run.distributed.causes import (
+    log_tail,
+    rank_logs,
+    read_json,
+    root_cause,
+    signal_name,
+    timeout_reason,
+)
 from hpubench.run.distributed.spec import (
     AGENT_LOG_FILE,
     AGENT_SUMMARY_FILE,
-    ELASTIC_LOG_DIR,
     RESULT_FILE,
     LaunchSpec,
     rank_status_file,
     rendezvous_id,
 )
 from hpubench.run.executors.wait import killpg
-from hpubench.run.exitwords import MemoryEvidence, ended_how
 from hpubench.run.procwait import wait_exit
 from hpubench.store.record import STATUS_FAILED, STATUS_SKIPPED, CellResult
 from hpubench.store.runmeta import utc_now_iso
@@ -50,7 +56,6 @@ AGENT_STOP_GRACE_S = 5.0  # SIGTERM -> SIGKILL for the agent: it needs a moment 
 # Node 0 gives up waiting for the other nodes this long before the cell's timeout, so the agent reports
 # who is missing itself instead of being killed mid-wait.
 JOIN_MARGIN_S = 3.0
-TAIL_LINES = 40
 SINGLE_NODE_ADDR = "127.0.0.1"
 
 
@@ -95,136 +100,6 @@ def schedule(
 class DistOutcome:
     result: CellResult
     node0_moved_on: bool = False  # node 0 was already past this cell (this node's record: skipped)
-
-
-# ---- reading what came back ------------------------------------------------------------------------------
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _tail(path: Path, lines: int = TAIL_LINES) -> str | None:
-    try:
-        text = path.read_bytes()[-64 * 1024 :].decode(errors="replace").rstrip("\n")
-    except OSError:
-        return None
-    return "\n".join(text.splitlines()[-lines:]) or None
-
-
-def _rank_logs(work_dir: Path) -> dict[int, dict[str, Path]]:
-    """local rank -> {"stdout": path, "stderr": path} from torch.distributed.elastic's log layout."""
-    out: dict[int, dict[str, Path]] = {}
-    for path in sorted((work_dir / ELASTIC_LOG_DIR).glob("*/attempt_*/*/std*.log")):
-        with contextlib.suppress(ValueError):
-            out.setdefault(int(path.parent.name), {})[path.stem] = path
-    return out
-
-
-def _where(rank: int, node_rank: int | None, local_rank: int | None, multi_node: bool) -> str:
-    if not multi_node or node_rank is None:
-        return f"rank {rank}"
-    return f"rank {rank} (node {node_rank}, local rank {local_rank})"
-
-
-# Failures by signal, least likely to be the cause last: the agent's own stop of the surviving ranks.
-_STOP_ORDER = {"SIGKILL": 1, "SIGTERM": 2}
-
-
-class Cause(NamedTuple):
-    rank: int | None
-    reason: str
-    tail: str | None  # the traceback tail, where the rank or the agent had one
-
-
-def root_cause(
-    statuses: Sequence[Mapping[str, Any]],
-    notes: Sequence[Mapping[str, Any]],
-    failures: Sequence[Mapping[str, Any]],
-    multi_node: bool = False,
-    memory: MemoryEvidence | None = None,
-) -> Cause:
-    """The failure that started it all. Pure. ``memory``: what ``oomwatch.evidence`` knew once the agent
-    ended (a rank killed by SIGKILL while the kernel's OOM killer acted is named likely out of memory).
-
-    One rank's error makes the others fail too (their collectives lose a peer) or be stopped by the
-    agent, so the earliest reported failure is the cause: a rank's own report (its status file on this
-    node, or its note in node 0's store from another node) first, else the elastic agent's view of a
-    process that died without reporting (a crash by signal). The other failed ranks are named after it.
-    """
-    reports: dict[int, dict[str, Any]] = {}
-    for s in statuses:
-        if s.get("phase") == "failed":
-            reports[int(s["rank"])] = dict(s)
-    for n in notes:
-        reports.setdefault(int(n["rank"]), dict(n))
-    failed = set(reports) | {int(f["rank"]) for f in failures}
-    if reports:
-        rank = min(reports, key=lambda r: (float(reports[r].get("time") or 0.0), r))
-        rep = reports[rank]
-        where = _where(rank, rep.get("node_rank"), rep.get("local_rank"), multi_node)
-        reason = f"{where} failed: {rep.get('reason') or 'no reason given'}"
-        tail = rep.get("traceback_tail")
-    elif failures:
-        # Once one rank has died the agent stops the rest with SIGTERM: a rank's own end (an exit code, a
-        # crash by signal) comes first, then a SIGKILL from outside (the kernel's OOM killer, a user).
-        f = min(
-            failures, key=lambda f: (_STOP_ORDER.get(f.get("signal"), 0), f.get("timestamp") or 0, f["rank"])
-        )
-        rank = int(f["rank"])
-        where = f"rank {rank}"
-        sig = signal.Signals.__members__.get(f.get("signal") or "")
-        if sig is not None:
-            reason = f"{where} died: {ended_how(None, sig, memory)}"
-        elif f.get("signal"):  # a name this Python does not know (another node's platform)
-            reason = f"{where} died: killed by {f['signal']}"
-        else:
-            reason = f"{where} exited with code {f.get('exitcode')}: {f.get('message') or 'no error file'}"
-        tail = f.get("callstack")
-    else:
-        return Cause(None, "the elastic agent reported a failure but no rank reported one", None)
-    others = sorted(failed - {rank})
-    if others:
-        reason += f" (then also failed or stopped: rank{'s' if len(others) > 1 else ''} "
-        reason += ", ".join(str(r) for r in others) + ")"
-    return Cause(rank, reason, tail)
-
-
-def timeout_reason(
-    timeout_s: float, statuses: Sequence[Mapping[str, Any]], nproc: int, multi_node: bool
-) -> str:
-    """Why a cell that hit its timeout did not finish, from the ranks' status files on this node. Pure."""
-    started = {int(s["rank"]) for s in statuses}
-    done = {int(s["rank"]) for s in statuses if s.get("phase") == "done"}
-    head = f"timed out after {timeout_s:g} s"
-    if not started:
-        if multi_node:
-            return f"{head} waiting for the other nodes to join; no rank started on this node"
-        return f"{head} before any of the {nproc} ranks started (process start-up or rendezvous hung)"
-    running = sorted(started - done)
-    if not running:
-        return f"{head}: every rank on this node finished, but the agent did not (waiting for other nodes)"
-    names = ", ".join(str(r) for r in running)
-    if done:
-        return (
-            f"{head}: rank{'s' if len(running) > 1 else ''} {names} never finished while "
-            f"rank{'s' if len(done) > 1 else ''} {', '.join(str(r) for r in sorted(done))} did"
-        )
-    return (
-        f"{head}: rank{'s' if len(running) > 1 else ''} {names} still running "
-        "(a hung collective, or the cell needs more than --timeout)"
-    )
-
-
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 # ---- processes -------------------------------------------------------------------------------------------
@@ -285,27 +160,12 @@ def run_distributed_cell(
     started_at = utc_now_iso()
     multi_node = cell.nodes > 1
     if multi_node and cluster is None:
-        return DistOutcome(
-            CellResult(
-                cell,
-                STATUS_FAILED,
-                reason=f"cell spans {cell.nodes} nodes but no multi-node setup was given "
-                "(NODE_RANK, MASTER_ADDR, MASTER_PORT or --node-rank/--master-addr/--master-port)",
-                started_at=started_at,
-            )
-        )
-    node_rank = cluster.node_rank if (multi_node and cluster) else 0
-    addr = cluster.master_addr if (multi_node and cluster) else SINGLE_NODE_ADDR
-    port = cluster.master_port if (multi_node and cluster) else 0
+        return _no_cluster(cell, started_at)
+    node_rank, addr, port = _endpoint(cluster if multi_node else None)
     work_dir.mkdir(parents=True, exist_ok=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    if node_rank == 0:
-        join_deadline = t0 + max(1.0, timeout_s - JOIN_MARGIN_S)
-        hard_s = timeout_s
-    else:
-        join_deadline = t0 + (slot.cells_before + 1) * timeout_s
-        hard_s = (slot.cells_before + 2) * timeout_s
+    join_deadline, hard_s = _budget(node_rank, slot, t0, timeout_s)
     spec = LaunchSpec(
         cell=cell.to_dict(),
         cell_key=cell.key,
@@ -325,16 +185,82 @@ def run_distributed_cell(
         launched_at=t0,
         feed=None if feed is None else str(feed),
     )
+    agent = _run_agent(spec, env, hard_s)
+    summary = read_json(work_dir / AGENT_SUMMARY_FILE)
+    statuses = _rank_statuses(work_dir, node_rank, cell.devices)
+    launch_info = _launch_info(spec, addr, port, summary, agent)
+    _write_log(log, spec, launch_info, work_dir / AGENT_LOG_FILE, work_dir, agent.timed_out, hard_s)
+    return _outcome(
+        _Ran(
+            cell=cell,
+            started_at=started_at,
+            work_dir=work_dir,
+            hard_s=hard_s,
+            agent=agent,
+            summary=summary,
+            statuses=statuses,
+            launch_info=launch_info,
+        )
+    )
+
+
+def _no_cluster(cell: Cell, started_at: str) -> DistOutcome:
+    """A multi-node cell with no multi-node setup fails at once; the reason names the settings to give."""
+    return DistOutcome(
+        CellResult(
+            cell,
+            STATUS_FAILED,
+            reason=f"cell spans {cell.nodes} nodes but no multi-node setup was given "
+            "(NODE_RANK, MASTER_ADDR, MASTER_PORT or --node-rank/--master-addr/--master-port)",
+            started_at=started_at,
+        )
+    )
+
+
+def _endpoint(cluster: ClusterEnv | None) -> tuple[int, str, int]:
+    """(node rank, node 0's address, port) for a cell: a single-node cell is node 0 on loopback, any port."""
+    if cluster:
+        return cluster.node_rank, cluster.master_addr, cluster.master_port
+    return 0, SINGLE_NODE_ADDR, 0
+
+
+def _budget(node_rank: int, slot: Slot, t0: float, timeout_s: float) -> tuple[float, float]:
+    """(join deadline, hard limit in seconds) for the agent on this node.
+
+    Node 0 owns the cell's timeout and stops waiting for the others just before it; another node may
+    first wait for node 0 to get through ``slot.cells_before`` cells, each of up to the timeout.
+    """
+    if node_rank == 0:
+        return t0 + max(1.0, timeout_s - JOIN_MARGIN_S), timeout_s
+    return t0 + (slot.cells_before + 1) * timeout_s, (slot.cells_before + 2) * timeout_s
+
+
+class _AgentRun(NamedTuple):
+    """How the agent's process ended, and what the launcher saw around it (its OOM kills, leftovers)."""
+
+    proc: subprocess.Popen[bytes]  # ended (or stopped): its returncode says how the agent itself ended
+    timed_out: bool
+    wall_s: float
+    oom_before: int | None  # the cgroup's OOM kills before the agent started
+    leftovers: list[int]  # processes still carrying the cell's token afterwards, killed
+
+
+def _run_agent(spec: LaunchSpec, env: Mapping[str, str], hard_s: float) -> _AgentRun:
+    """Start the agent in its own session, wait up to ``hard_s`` and stop its whole tree past it.
+
+    Every process of the cell carries one token, so whatever outlived the agent is swept afterwards; on
+    Ctrl-C (any exception while waiting) the tree is stopped and swept at once before it propagates.
+    """
     spec_path = spec.save()
     token = uuid.uuid4().hex
     child_env = {**env, TOKEN_ENV: token}
     timed_out = False
-    agent_log = work_dir / AGENT_LOG_FILE
+    agent_log = spec.path(AGENT_LOG_FILE)
     oom_before = oomwatch.oom_kills()  # the ranks are the agent's children, in this process's cgroup
     start = time.monotonic()
     with open(agent_log, "wb") as logf:
         proc = subprocess.Popen(
-            [python, "-m", "hpubench.run.distributed.agent", str(spec_path)],
+            [spec.python, "-m", "hpubench.run.distributed.agent", str(spec_path)],
             stdin=subprocess.DEVNULL,
             stdout=logf,
             stderr=logf,
@@ -350,89 +276,144 @@ def run_distributed_cell(
         sweep(token)
         raise
     wall_s = time.monotonic() - start
-    leftovers = sweep(token)
+    return _AgentRun(proc, timed_out, wall_s, oom_before, sweep(token))
 
-    summary = _read_json(work_dir / AGENT_SUMMARY_FILE)
-    statuses = [
+
+def _rank_statuses(work_dir: Path, node_rank: int, devices: int) -> list[dict[str, Any]]:
+    """The status files the ranks of this node left (started / done / failed), in rank order."""
+    return [
         s
-        for r in range(node_rank * cell.devices, (node_rank + 1) * cell.devices)
-        if (s := _read_json(work_dir / rank_status_file(r))) is not None
+        for r in range(node_rank * devices, (node_rank + 1) * devices)
+        if (s := read_json(work_dir / rank_status_file(r))) is not None
     ]
+
+
+def _launch_info(
+    spec: LaunchSpec,
+    addr: str,
+    port: int,
+    summary: Mapping[str, Any] | None,
+    agent: _AgentRun,
+) -> dict[str, Any]:
+    """How the cell was launched, for its record and its log (the port is the one the agent bound)."""
     launch_info: dict[str, Any] = {
         "launcher": "torch.distributed.launcher.api.elastic_launch (torchrun's agent), max_restarts=0",
         "rendezvous": f"hpubench-cell: TCPStore on node 0 at {addr}:"
         f"{(summary or {}).get('master_port', port)}",
         "rendezvous_id": spec.rdzv_id,
-        "node_rank": node_rank,
-        "nnodes": cell.nodes,
-        "nproc_per_node": cell.devices,
-        "agent_wall_s": wall_s,
+        "node_rank": spec.node_rank,
+        "nnodes": spec.nnodes,
+        "nproc_per_node": spec.nproc_per_node,
+        "agent_wall_s": agent.wall_s,
     }
-    if leftovers:
-        launch_info["leftover_processes_killed"] = leftovers
-    _write_log(log, spec, launch_info, agent_log, work_dir, timed_out, hard_s)
+    if agent.leftovers:
+        launch_info["leftover_processes_killed"] = agent.leftovers
+    return launch_info
 
-    def failed(reason: str, tail: str | None = None) -> DistOutcome:
-        runtime = {"distributed": {"launch": launch_info, "rank_status": statuses}}
+
+@dataclass(frozen=True)
+class _Ran:
+    """What one launch left behind once the agent ended: everything the cell's outcome is read from."""
+
+    cell: Cell
+    started_at: str
+    work_dir: Path
+    hard_s: float
+    agent: _AgentRun
+    summary: dict[str, Any] | None
+    statuses: list[dict[str, Any]]
+    launch_info: dict[str, Any]
+
+    @property
+    def multi_node(self) -> bool:
+        return self.cell.nodes > 1
+
+    @property
+    def agent_log(self) -> Path:
+        return self.work_dir / AGENT_LOG_FILE
+
+    def failed(self, reason: str, tail: str | None = None) -> DistOutcome:
+        """The cell failed on this node: the record keeps the launch and every rank's status with it."""
+        runtime = {"distributed": {"launch": self.launch_info, "rank_status": self.statuses}}
         return DistOutcome(
             CellResult(
-                cell,
+                self.cell,
                 STATUS_FAILED,
                 reason=reason,
                 traceback_tail=tail,
                 runtime=runtime,
-                started_at=started_at,
-                wall_s=wall_s,
+                started_at=self.started_at,
+                wall_s=self.agent.wall_s,
             )
         )
 
-    if timed_out:
+
+def _outcome(ran: _Ran) -> DistOutcome:
+    """The cell's outcome, from the agent's summary first (how the launch ended), then the ranks' files."""
+    summary = ran.summary
+    if ran.agent.timed_out:
         if summary and summary.get("status") == "rendezvous":
-            return failed(str(summary.get("reason")))
-        return failed(timeout_reason(hard_s, statuses, cell.devices, multi_node), _tail(agent_log))
+            return ran.failed(str(summary.get("reason")))
+        reason = timeout_reason(ran.hard_s, ran.statuses, ran.cell.devices, ran.multi_node)
+        return ran.failed(reason, log_tail(ran.agent_log))
     if summary is None:
-        code = proc.returncode or 0
-        how = f"exited with code {code}" if code >= 0 else f"was killed by {_signal_name(-code)}"
-        return failed(f"the torch.distributed elastic agent {how} without a summary", _tail(agent_log))
+        code = ran.agent.proc.returncode or 0
+        how = f"exited with code {code}" if code >= 0 else f"was killed by {signal_name(-code)}"
+        return ran.failed(
+            f"the torch.distributed elastic agent {how} without a summary", log_tail(ran.agent_log)
+        )
     status = summary.get("status")
     if status == "rendezvous":
         if summary.get("node0_at"):
             return DistOutcome(
                 CellResult(
-                    cell,
+                    ran.cell,
                     STATUS_SKIPPED,
                     reason=str(summary.get("reason")),
-                    runtime={"distributed": {"launch": launch_info}},
-                    started_at=started_at,
+                    runtime={"distributed": {"launch": ran.launch_info}},
+                    started_at=ran.started_at,
                 ),
                 node0_moved_on=True,
             )
-        return failed(str(summary.get("reason")))
+        return ran.failed(str(summary.get("reason")))
     if status == "failed":
-        failures = summary.get("failures") or []
-        memory = oomwatch.evidence(None, oom_before)  # the ranks' own peaks are the agent's to know
-        cause = root_cause(statuses, summary.get("failure_notes") or [], failures, multi_node, memory)
-        tail = cause.tail
-        crashed = next((f for f in failures if f.get("rank") == cause.rank), None)
-        if tail is None and crashed is not None:  # no traceback of its own: the end of its stderr
-            stderr = _rank_logs(work_dir).get(crashed.get("local_rank"), {}).get("stderr")
-            tail = _tail(stderr) if stderr is not None else None
-        return failed(cause.reason, tail)
+        return ran.failed(*_failure(ran, summary))
     if status != "ok":
-        return failed(
+        return ran.failed(
             str(summary.get("reason") or f"the elastic agent ended with status {status!r}"),
             summary.get("traceback"),
         )
-    data = _read_json(work_dir / RESULT_FILE)
+    return _merged(ran)
+
+
+def _failure(ran: _Ran, summary: Mapping[str, Any]) -> tuple[str, str | None]:
+    """(reason, traceback tail) of a launch the agent reports failed: the root cause, not its echoes.
+
+    A rank that died without a traceback of its own (a crash by signal) gets the end of its stderr.
+    """
+    failures = summary.get("failures") or []
+    memory = oomwatch.evidence(None, ran.agent.oom_before)  # the ranks' own peaks are the agent's to know
+    cause = root_cause(ran.statuses, summary.get("failure_notes") or [], failures, ran.multi_node, memory)
+    tail = cause.tail
+    crashed = next((f for f in failures if f.get("rank") == cause.rank), None)
+    if tail is None and crashed is not None:  # no traceback of its own: the end of its stderr
+        stderr = rank_logs(ran.work_dir).get(crashed.get("local_rank"), {}).get("stderr")
+        tail = log_tail(stderr) if stderr is not None else None
+    return cause.reason, tail
+
+
+def _merged(ran: _Ran) -> DistOutcome:
+    """Every rank finished: local rank 0's merged record, with this launch's facts added to it."""
+    data = read_json(ran.work_dir / RESULT_FILE)
     if data is None or "result" not in data:
-        return failed(
-            "every rank finished, but local rank 0 wrote no result (a harness bug)", _tail(agent_log)
+        return ran.failed(
+            "every rank finished, but local rank 0 wrote no result (a harness bug)", log_tail(ran.agent_log)
         )
     try:
         result = CellResult.from_dict(data["result"])
     except (KeyError, TypeError, ValueError) as exc:
-        return failed(f"local rank 0 wrote an unreadable result ({type(exc).__name__}: {exc})")
-    dist = {**(result.runtime.distributed or {}), "launch": launch_info}
+        return ran.failed(f"local rank 0 wrote an unreadable result ({type(exc).__name__}: {exc})")
+    dist = {**(result.runtime.distributed or {}), "launch": ran.launch_info}
     return DistOutcome(replace(result, runtime=result.runtime.with_facts(distributed=dist)))
 
 
@@ -456,7 +437,7 @@ def _write_log(
     parts.append("\n===== elastic agent =====\n")
     with contextlib.suppress(OSError):
         parts.append(agent_log.read_bytes()[-256 * 1024 :].decode(errors="replace"))
-    for local_rank, files in sorted(_rank_logs(work_dir).items()):
+    for local_rank, files in sorted(rank_logs(work_dir).items()):
         for stream in ("stdout", "stderr"):
             path = files.get(stream)
             if path is None:

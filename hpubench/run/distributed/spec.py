@@ -51,7 +51,7 @@ class LaunchSpec:
     options: dict[str, Any] | None = None
     ahead_ids: tuple[str, ...] = field(default=())  # rendezvous ids this node runs later, in order
     launched_at: float = 0.0  # epoch seconds when the launcher started the agent (for messages)
-    feed: str | None = None  # where rank 0 streams its step times (hpubench.measure.stepfeed); None: nowhere
+    feed: str | None = None  # where rank 0 streams its step times (hpubench.run.stepfeed); None: nowhere
 
     @property
     def world_size(self) -> int:

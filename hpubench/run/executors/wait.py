@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from hpubench.run import oomwatch
@@ -53,51 +54,16 @@ def wait_child(
     Other messages arriving meanwhile stay buffered in ``control``.
     """
     t0 = time.monotonic()
-    deadline = t0 + timeout_s
+    timeout = _Timeout(pid, log, timeout_s, deadline=t0 + timeout_s)
     oom_before = oomwatch.oom_kills()
-    pidfd = None
-    with contextlib.suppress(AttributeError, OSError):
-        pidfd = os.pidfd_open(pid)  # Linux >= 5.3: wake exactly when the child exits, no polling
-    timed_out = False
-    killed = False
-    kill_at = 0.0
+    pidfd = _open_pidfd(pid)
     try:
         while True:
             # Look without reaping: while the child is an unreaped zombie its pid (= its process group
             # id) cannot be reused, so the group kill below cannot hit an unrelated process.
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                 break
-            now = time.monotonic()
-            if not timed_out and now >= deadline:
-                timed_out = True
-                note(
-                    log, f"timed out after {timeout_s:g} s: SIGTERM to the process group, stack dump follows"
-                )
-                killpg(pid, signal.SIGTERM)
-                kill_at = now + KILL_GRACE_S
-            if timed_out and not killed and now >= kill_at:
-                note(log, f"still alive {KILL_GRACE_S:g} s after SIGTERM: SIGKILL to the process group")
-                killpg(pid, signal.SIGKILL)
-                killed = True
-            if not timed_out:
-                wake = deadline
-            elif not killed:
-                wake = kill_at
-            else:
-                wake = now + 1.0
-            wait = max(0.0, wake - now)
-            fds = []
-            if pidfd is not None:
-                fds.append(pidfd)
-            else:
-                wait = min(wait, POLL_S)
-            if control is not None and not control.eof:
-                fds.append(control.fd)
-            if fds:
-                ready, _, _ = select.select(fds, [], [], wait)
-            else:
-                time.sleep(wait)
-                ready = []
+            ready = _wait_ready(timeout.escalate(time.monotonic()), pidfd, control)
             if control is not None and control.fd in ready:
                 control.fill()
                 if control.eof or exit_requested(control):
@@ -107,6 +73,73 @@ def wait_child(
     finally:
         if pidfd is not None:
             os.close(pidfd)
+    return _reap(pid, t0, oom_before, timeout.timed_out)
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A pidfd for the child where the kernel has them (Linux >= 5.3), so the wait wakes exactly when it
+    exits instead of polling; None elsewhere."""
+    with contextlib.suppress(AttributeError, OSError):
+        return os.pidfd_open(pid)
+    return None
+
+
+@dataclass
+class _Timeout:
+    """A child's timeout, escalated on its process group: SIGTERM at the deadline (faulthandler dumps the
+    stack), SIGKILL a grace later if it is still there."""
+
+    pid: int
+    log: str | None
+    timeout_s: float
+    deadline: float
+    timed_out: bool = False
+    killed: bool = False
+    kill_at: float = 0.0
+
+    def escalate(self, now: float) -> float:
+        """Send whichever signal is due at ``now``; the seconds until the next one (or a second, once both
+        are sent)."""
+        if not self.timed_out and now >= self.deadline:
+            self.timed_out = True
+            note(
+                self.log,
+                f"timed out after {self.timeout_s:g} s: SIGTERM to the process group, stack dump follows",
+            )
+            killpg(self.pid, signal.SIGTERM)
+            self.kill_at = now + KILL_GRACE_S
+        if self.timed_out and not self.killed and now >= self.kill_at:
+            note(self.log, f"still alive {KILL_GRACE_S:g} s after SIGTERM: SIGKILL to the process group")
+            killpg(self.pid, signal.SIGKILL)
+            self.killed = True
+        if not self.timed_out:
+            wake = self.deadline
+        elif not self.killed:
+            wake = self.kill_at
+        else:
+            wake = now + 1.0
+        return max(0.0, wake - now)
+
+
+def _wait_ready(wait: float, pidfd: int | None, control: LineChannel | None) -> list[Any]:
+    """Sleep up to ``wait`` seconds, woken early by the child's exit (pidfd) or a message on ``control``;
+    the file descriptors that are ready. Without a pidfd the child is polled every POLL_S."""
+    fds = []
+    if pidfd is not None:
+        fds.append(pidfd)
+    else:
+        wait = min(wait, POLL_S)
+    if control is not None and not control.eof:
+        fds.append(control.fd)
+    if fds:
+        ready, _, _ = select.select(fds, [], [], wait)
+        return ready
+    time.sleep(wait)
+    return []
+
+
+def _reap(pid: int, t0: float, oom_before: int | None, timed_out: bool) -> dict[str, Any]:
+    """Reap the ended child, killing what it left in its group, and word the reply for the launcher."""
     # Whatever the child left in its group (a grandchild it spawned and did not reap) dies with it.
     killpg(pid, signal.SIGKILL)
     _, wstatus, usage = os.wait4(pid, 0)
