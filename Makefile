@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install hf browser compiler smoke test bench bench-threads bench-heap gpu-check hpu-check report-png lint format
+.PHONY: install hf browser compiler smoke test test-quick bench bench-threads bench-heap gpu-check hpu-check report-png lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -39,6 +39,15 @@ compiler:
 
 test: install hf browser compiler
 	$(PY) -m pytest -q
+
+# The edit loop: unit, contract, bad-input and golden tests, without the slow-marked ones (real training in
+# subprocesses) and without installing (an installed dev environment is assumed; only the C++ compiler the HPU
+# test double builds with is checked). Aimed at under 3 minutes on 2 cores. CI runs everything: `make test`.
+# QUICK_ARGS adds pytest options, e.g. make test-quick QUICK_ARGS="-k gate -x".
+QUICK_DIRS ?= tests/unit tests/contract tests/badinput tests/golden
+QUICK_ARGS ?=
+test-quick: compiler
+	$(PY) -m pytest -q -m "not slow" $(QUICK_ARGS) $(QUICK_DIRS)
 
 # Figures, not tests: harness/bare throughput and per-cell cost, then run-to-run spread and the collapse
 # guard. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -170,6 +172,9 @@ def test_welch_log_ratio() -> None:
 
 
 OLD_HD15IQR = tuple(int(p) for p in importlib.metadata.version("pytest-benchmark").split(".")[:2]) < (5, 3)
+# Fields pytest_benchmark_stats computes itself rather than taking from Stats (see its docstring): the same
+# figures up to the last digit (an exactly rounded sum where Stats sums in step order).
+COMPUTED_HERE = {"mean", "stddev", "total", "ops", "stddev_outliers", "outliers", "hd15iqr"}
 
 
 def test_pytest_benchmark_stats_match_pytest_benchmark() -> None:
@@ -185,8 +190,22 @@ def test_pytest_benchmark_stats_match_pytest_benchmark() -> None:
         for name, value in theirs.as_dict().items():
             if name == "hd15iqr" and OLD_HD15IQR:
                 continue  # pytest-benchmark < 5.3 returned the first value above the fence here
-            # pytest-benchmark >= 5.3 also lists the "outliers" string ("<std>;<iqr>") in as_dict()
+            if name not in COMPUTED_HERE:
+                assert ours[name] == value and type(ours[name]) is type(value), (n, name)
+                continue
             expected = value if isinstance(value, str) else pytest.approx(value, rel=1e-12)
             assert ours[name] == expected, (n, name)
         assert ours["hd15iqr"] == max(v for v in x if v <= ours["q3"] + 1.5 * ours["iqr"])
         assert ours["iterations"] == 1
+        assert list(ours) == [*Stats.fields, "iterations"]
+
+
+def test_pytest_benchmark_stats_import_leaves_pytest_out() -> None:
+    # The export imports pytest_benchmark.stats at its top: fine while that pulls in neither pytest nor
+    # pluggy (a child process, since this one has pytest loaded).
+    code = (
+        "import sys, hpubench.analysis.stats.benchmark as b; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest', 'pluggy', 'torch')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
