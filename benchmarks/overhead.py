@@ -60,7 +60,7 @@ from overhead_report import print_report
 
 from hpubench import accelerators
 from hpubench.analysis.stats.medianci import median_interval
-from hpubench.measure.autosteps import AutoSteps
+from hpubench.plan.autosteps import AutoSteps
 
 MIN_WARMUP_STEPS = 5
 # Warm-up of both sides, in seconds: ``--steps auto``'s own minimum (``AutoSteps().min_time_s``), so the

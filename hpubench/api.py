@@ -8,25 +8,27 @@ from __future__ import annotations
 import errno
 import os
 import shlex
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hpubench import accelerators
-from hpubench.analysis import doctor
-from hpubench.errors import ProbeFailed, UsageError, WriteFailed
-from hpubench.measure import doctor_probe
+from hpubench.analysis.history import Point
+from hpubench.errors import ProbeFailed, UsageError, WriteFailed, os_error_text
+from hpubench.measure import doctor
 from hpubench.plan import matrix
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.inventory import Inventory
-from hpubench.plan.preflight import BudgetedStore, BudgetRun, fit_memory
 from hpubench.plan.runoptions import RunOptions
-from hpubench.present.outfile import os_error_text
 from hpubench.run import addrcheck, cluster, interrupt
+from hpubench.run import doctorfacts as doctor_probe
 from hpubench.run.events import Event
 from hpubench.run.launch import Launcher
-from hpubench.store import runlock
+from hpubench.run.preflight import BudgetedStore, BudgetRun, fit_memory
+from hpubench.store import baselines, runlock
+from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore
 from hpubench.store.runmeta import run_metadata
@@ -77,9 +79,9 @@ class Plan:
 
 def make_plan(spec: matrix.MatrixSpec, launcher: Launcher) -> Plan:
     inventory, catalog = launcher.detect()
-    cells = matrix.expand(spec, inventory, catalog)
+    cells = matrix.expand(spec, inventory, catalog, accelerators.kinds())
     if not cells and spec.exclude:
-        whole = len(matrix.expand(replace(spec, exclude=()), inventory, catalog))
+        whole = len(matrix.expand(replace(spec, exclude=()), inventory, catalog, accelerators.kinds()))
         raise UsageError(
             f"matrix {spec.name!r}: its excludes remove all {whole} cell(s), so nothing would run; "
             "fix: narrow the [[exclude]] tables or widen the grid"
@@ -146,7 +148,7 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
         found += accelerators.get(device.accelerator).doctor_findings(device)
     catalog = {k: tuple(v) for k, v in data.get("workloads", {}).items()}
     inventory = Inventory.from_dict(data["inventory"])
-    cells = matrix.expand(spec, inventory, catalog)
+    cells = matrix.expand(spec, inventory, catalog, accelerators.kinds())
     fitted, problem = fit_memory(
         cells,
         inventory,
@@ -244,7 +246,7 @@ def run_plan(
     meta_extra: Mapping[str, Any] | None = None,
 ) -> list[CellResult]:
     """``options``: what to observe beside the figures; traces go under ``out``/traces. ``budget``: steps
-    per cell re-planned before each one to end within the budget (``hpubench.plan.preflight``).
+    per cell re-planned before each one to end within the budget (``hpubench.run.preflight``).
     ``meta_extra``: more facts for ``meta.json`` (a shard's partition)."""
     node = launcher.cluster
     if node is not None and not node.is_node_zero:
@@ -316,3 +318,51 @@ def _both(first: Callable[[Event], None], second: Callable[[Event], None]) -> Ca
         second(ev)
 
     return call
+
+
+# ---- history: saved baselines as points of a series ----------------------------------------------------
+
+GIT_TIMEOUT_S = 5
+
+
+def commit_time(commit: str | None, cwd: str | Path | None = None) -> int | None:
+    """Seconds since the epoch of ``commit`` as git here knows it; None where it does not."""
+    if not commit:
+        return None
+    try:
+        p = subprocess.run(
+            ["git", "show", "-s", "--format=%ct", commit, "--"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = p.stdout.strip().splitlines()
+    return int(text[0]) if p.returncode == 0 and text and text[0].isdigit() else None
+
+
+def load_points(refs: Sequence[str], directory: Path, cwd: str | Path | None = None) -> list[Point]:
+    """Each named baseline (or run directory) as a history point; every saved baseline when none is named."""
+    names = list(refs) or sorted(baselines.read_index(directory))
+    points = []
+    for ref in names:
+        path = baselines.resolve(ref, directory)
+        meta = ResultStore(path if path.is_dir() else path.parent).read_meta() or {}
+        saved = meta.get("baseline") if isinstance(meta.get("baseline"), dict) else {}
+        git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+        points.append(
+            Point(
+                name=str(saved.get("name") or ref),
+                records=tuple(load_results([str(path)])),
+                commit=git.get("commit"),
+                dirty=git.get("dirty"),
+                commit_time=commit_time(git.get("commit"), cwd),
+                started_at=meta.get("started_at"),
+                saved_at=saved.get("saved_at"),
+                spreads=baselines.read_run_to_run(path),
+            )
+        )
+    return points

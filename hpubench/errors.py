@@ -1,4 +1,9 @@
-"""Errors the CLI turns into one line and exit code 2 (bad input), never a traceback."""
+"""Errors the CLI turns into one line and exit code 2 (bad input), never a traceback, and the phrase an
+OSError becomes in such a line (every layer that writes files words its failures the same way)."""
+
+from __future__ import annotations
+
+import errno
 
 
 class UsageError(Exception):
@@ -16,3 +21,10 @@ class CellSkipped(Exception):
 
 class ProbeFailed(Exception):
     """The estimate probe gave no result; the message says why, in one line (the run goes on unestimated)."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OSError as a short phrase ("No space left on device"), without the errno number."""
+    if exc.errno == errno.ENOSPC:
+        return "the disk is full (no space left on device)"
+    return exc.strerror or str(exc)

@@ -18,7 +18,7 @@ import jinja2
 import plotly.graph_objects as go
 
 import hpubench
-from hpubench.analysis import gateoutcomes
+from hpubench.analysis.gate import outcomes as gateoutcomes
 from hpubench.analysis.history import CellHistory, History
 from reports import assets
 from reports.charts import FONT, Chart, script_safe_json, t

@@ -16,8 +16,8 @@ from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.peaks import peak_for
 from hpubench.analysis.quality import with_quality
 from hpubench.measure.devicestats import MemorySample
+from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import STATUS_OK, CellResult
 from hpubench.store.rundir import ResultStore
 from hpubench.store.runmeta import run_metadata

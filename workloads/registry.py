@@ -23,8 +23,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 
-from hpubench.core.extrawork import HARNESS_OPTIONS
 from hpubench.errors import UsageError
+from hpubench.plan.extrawork import HARNESS_OPTIONS
 from workloads import hf
 from workloads.base import SizeSpec, Workload
 

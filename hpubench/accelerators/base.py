@@ -15,12 +15,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hpubench.accelerators.base_rules import AcceleratorRules
-from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
 from hpubench.errors import CellSkipped
 from hpubench.measure.compilecount import CompileCounter, DynamoCounter
 from hpubench.measure.conditions import plan_threads
+from hpubench.measure.doctor import DeviceFacts, Finding, device_findings
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.telemetry.base import TelemetrySource, TelemetryUnavailable
-from hpubench.store.memory import MemoryStats
 
 if TYPE_CHECKING:
     import torch

@@ -12,10 +12,10 @@ import psutil
 from hpubench.accelerators.base import Accelerator
 from hpubench.accelerators.registry import register
 from hpubench.measure.conditions import plan_threads, refuse_bad_policy, thread_policy
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.telemetry.base import TelemetrySource
 from hpubench.measure.telemetry.rapl import RAPLSource
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 
 if TYPE_CHECKING:
     import torch

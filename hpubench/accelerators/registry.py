@@ -78,3 +78,8 @@ def check_environment(environ: Mapping[str, str]) -> None:
 def names() -> list[str]:
     load_entry_points()
     return sorted(_REGISTRY, key=lambda n: -_REGISTRY[n].auto_priority)
+
+
+def kinds() -> list[type[Accelerator]]:
+    """Every accelerator class in priority order: what matrix expansion is given to decide skips."""
+    return [_REGISTRY[n] for n in names()]

@@ -1,7 +1,7 @@
 """Each cell's throughput across saved baselines, in commit or date order, with the gate's verdict between
 each two consecutive baselines (``hpubench history``), the way asv draws a benchmark over commits.
 
-Pure: baselines' records and facts in, the ordered series and verdicts out (``hpubench.store.historyload``
+Pure: baselines' records and facts in, the ordered series and verdicts out (``hpubench.api.load_points``
 reads the baselines; ``reports.history`` draws them).
 
 Order. ``commit`` (the default): by the time of each baseline's git commit where it is known (the caller

@@ -32,8 +32,6 @@ from typing import Protocol, TypeVar
 
 from hpubench.precision import spec as precisions
 
-DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
-
 
 def device_matches(entry_accelerator: str, pattern: str, accelerator: str, device_name: str) -> bool:
     """The one matching rule for every device table (peaks, prices), so a name never matches one and not
@@ -74,8 +72,8 @@ class PeakEntry:
         return device_matches(self.accelerator, self.pattern, accelerator, device_name)
 
     def tflops(self, dtype: str) -> float | None:
-        if dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+        if dtype not in precisions.DTYPES:
+            raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(precisions.DTYPES)}")
         return getattr(self, dtype, None)
 
     def source_for(self, dtypes: Sequence[str]) -> str:

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from hpubench import accelerators
-from hpubench.analysis.peaks import DTYPES, PeakEntry
+from hpubench.analysis.peaks import PeakEntry
 from hpubench.analysis.prices import PriceEntry, Tables
 from hpubench.errors import UsageError
+from hpubench.precision.spec import DTYPES
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hpubench.store.memory import MemoryStats
+from hpubench.measure.memory import MemoryStats
 
 RAW_KEYS_KEPT_MAX = 32
 PHASES = ("start", "warmup", "measured")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hpubench.store.memory import MemoryStats
+from hpubench.measure.memory import MemoryStats
 
 STEP_TIME_REDUCTION = "max over ranks, per step (the all-reduce makes every rank wait for the slowest)"
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from hpubench.analysis.stats import locations, studentt
 from hpubench.analysis.stats import summary as stats
-from hpubench.measure.autosteps import AutoSteps
+from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps
 
 # A stop condition: (measured step times so far, seconds since the measured phase began) -> reason or None.
 StopCondition = Callable[[Sequence[float], float], "str | None"]
@@ -31,7 +31,6 @@ StopCondition = Callable[[Sequence[float], float], "str | None"]
 Agree = Callable[["str | None"], "str | None"]
 
 ROUND_GROWTH = 1.25  # each round measures 25% more steps than all the rounds before it together
-MAX_AUTO_STEPS = 10_000  # bounds the record (step times are kept) when steps are far faster than the noise
 MIN_STEPS_FOR_INTERVAL = 6  # batch means need at least 3 batches of 2 steps
 CONFIDENCE = stats.DEFAULT_CONFIDENCE
 

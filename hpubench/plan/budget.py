@@ -14,7 +14,7 @@ and the seconds left; ``plan`` answers with step counts per cell, by constructio
    extra measured steps, rounded down (so the rounded plan is still within the budget).
 
 A cell without a time estimate keeps its minimum and is not counted (it says so in its note); the run's
-re-check with measured times (``hpubench.plan.preflight``) then accounts for what it really took.
+re-check with measured times (``hpubench.run.preflight``) then accounts for what it really took.
 """
 
 from __future__ import annotations

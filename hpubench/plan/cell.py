@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.dimensions import MODES, PRECISIONS
 
 __all__ = ["CELL_FIELDS", "MODES", "PRECISIONS", "Cell", "PlannedCell", "flops_key", "parse_flops_key"]

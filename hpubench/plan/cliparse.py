@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.errors import UsageError
-from hpubench.measure.autosteps import AUTO, KNOBS, MAX_STEPS, parse_knob, parse_steps
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AUTO, KNOBS, MAX_STEPS, parse_knob, parse_steps
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows some wait calls)
 

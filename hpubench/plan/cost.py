@@ -1,6 +1,6 @@
 """What a cell will cost before it runs: time (warm-up + measured steps + fixed cost) and memory per device.
 
-Pure: no torch, no I/O. The facts come from ``hpubench.measure.probe`` (a model counted on ``meta``, a matmul
+Pure: no torch, no I/O. The facts come from ``hpubench.run.probe`` (a model counted on ``meta``, a matmul
 timed on the device) or from earlier records of the same cell key; this module only does arithmetic,
 and every estimate says which of those it came from.
 
@@ -11,7 +11,7 @@ Time, in order of preference:
    steps) of the same cell key. The best estimate there is, on the machine that made it.
 2. **From FLOPs and a calibrated rate** (``Calibration``): ``step = (flops - conv) / (rate * efficiency) +
    conv / (conv_rate * efficiency) + ops * per_op_s``, with ``rate`` the TFLOP/s of a square linear-layer
-   product at the precision's dtype timed on this device (``hpubench.measure.probe``), ``conv_rate`` that
+   product at the precision's dtype timed on this device (``hpubench.run.probe``), ``conv_rate`` that
    of a convolution's forward + backward there (``conv`` the convolution FLOPs of the step; without a
    convolution rate they go at ``rate``), ``per_op_s`` the dispatch cost of a tiny op (what dominates
    small cells) and ``ops`` the operators of one step counted on meta. ``efficiency`` (MODEL_EFFICIENCY) is an
@@ -41,8 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpubench.measure.autosteps import AutoSteps, warmup_extension
-from hpubench.measure.stopping import MAX_AUTO_STEPS
+from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps, warmup_extension
 from hpubench.plan.cell import Cell
 from hpubench.precision import spec as precisions
 
@@ -76,7 +75,7 @@ OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """One (workload, size, batch) as counted on meta by ``hpubench.measure.probe``."""
+    """One (workload, size, batch) as counted on meta by ``hpubench.run.probe``."""
 
     params: int
     flops: int  # forward + backward FLOPs of one step, per device
@@ -146,7 +145,7 @@ class Estimate:
 
     def cell_time_s(self, cell: Cell) -> float | None:
         """Wall time of ``cell`` at its own step counts (:meth:`steps_for`), with the warm-up an auto cell
-        adds to reach its minimum time (:func:`hpubench.measure.autosteps.warmup_extension`)."""
+        adds to reach its minimum time (:func:`hpubench.plan.autosteps.warmup_extension`)."""
         warmup = cell.warmup_steps
         if cell.steps is None and self.step_s and warmup >= 1:
             auto = cell.auto_steps or AutoSteps()

@@ -25,8 +25,7 @@ from typing import Any
 
 from hpubench.errors import UsageError
 from hpubench.plan import dimvalues as v
-from hpubench.plan.dimvalues import BadValue, Check, Context, Resolve, Rule, show
-from hpubench.plan.inventory import Inventory
+from hpubench.plan.dimvalues import BadValue, Check, Context, ContextRule, Resolve, Rule, show
 from hpubench.precision import spec as precisions
 from hpubench.precision.spec import PRECISIONS
 
@@ -63,7 +62,8 @@ class Dimension:
     names: Callable[[Context], Sequence[str]] | None = None  # the valid concrete values here
     check: Check | None = None  # a validity check needing other dimensions' values
     resolve: Resolve | None = None  # None: the value itself becomes the cell field
-    rules: tuple[Rule, ...] = ()  # skip rules; a rule reading several dimensions sits on the last
+    # skip rules; a rule reading several dimensions sits on the last
+    rules: tuple[Rule | ContextRule, ...] = ()
     matches: Callable[[Any, Any], bool] | None = None  # (cell, an exclude's value); None: value equals
 
     @property
@@ -188,17 +188,31 @@ def key_parts(cell: Any, *, with_hardware: bool = True) -> list[str]:
     return parts + [extra_key_part(k, v) for k, v in cell.extra]
 
 
-def skip_reason(cell: Any, inventory: Inventory) -> str | None:
+def skip_reason(cell: Any, ctx: Context) -> str | None:
     """The first skip rule that refuses the cell here (rules in dimension order), or None."""
     for d in all_dimensions():
         for rule in d.rules:
-            reason = rule(cell, inventory)
+            reason = rule.check(cell, ctx) if isinstance(rule, ContextRule) else rule(cell, ctx.inventory)
             if reason is not None:
                 return reason
     return None
 
 
 # ---- the built-in dimensions, in key order ----------------------------------------------------------
+
+
+class StrategyDimension(Dimension):
+    """The strategy dimension: its help is read from the strategy registry when asked (the command line is
+    built after the entry points are read), so ``--help`` names the strategies installed packages add."""
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        return v.strategy_help()
+
+    @help.setter
+    def help(self, _text: str) -> None:  # the dataclass's __init__ sets the field; the registry answers
+        pass
+
 
 BUILTIN: tuple[Dimension, ...] = (
     Dimension(
@@ -313,11 +327,10 @@ BUILTIN: tuple[Dimension, ...] = (
         split=False,  # name=value pairs are not comma-split: values may hold commas
         example="extra_work=0.1",
     ),
-    Dimension(
+    StrategyDimension(
         "strategy",
-        "single, ddp or fsdp (torch fully_shard; transformer blocks sharded one by one); default auto: "
-        "single on one device, ddp on several.",
-        v.parse_one_of("strategy", (*v.STRATEGIES, v.BY_LAYOUT)),
+        "",  # read from hpubench.strategy.spec when asked: it names the strategies packages install
+        v.parse_registered("strategy", (*v.STRATEGIES, v.BY_LAYOUT), v.strategy_choices),
         v.BY_LAYOUT,
         layout=True,  # scaling compares an fsdp cell with the 1-device cell too
         meta=(v.BY_LAYOUT,),

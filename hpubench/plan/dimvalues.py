@@ -1,9 +1,8 @@
 """The values of the built-in matrix dimensions: parsers, command-line lexers, expansion and skip rules.
 
-``hpubench.plan.dimensions`` declares each dimension with these functions; nothing else calls them directly
-except ``cluster.multi_process_skip_reason`` (the worker asks :func:`graphs_with_several_ranks` again) and
-``core.strategies`` (the strategy a cell runs, :func:`strategy_of`, and its rules, asked again).
-Pure: no torch, no I/O.
+``hpubench.plan.dimensions`` declares each dimension with these functions; nothing else calls them directly.
+The strategy dimension's names and rules are declared in ``hpubench.strategy.spec`` (which the worker asks
+too); the accelerators' refusals come in through the expansion context. Pure: no torch, no I/O.
 """
 
 from __future__ import annotations
@@ -12,25 +11,52 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from hpubench.errors import UsageError
 from hpubench.plan.extrawork import check_options
 from hpubench.plan.inventory import Inventory
+from hpubench.strategy import spec as strategy_spec
 
 
 class BadValue(ValueError):
     """A value failed its dimension's parser; the message is "<problem>; <fix>" without any location."""
 
 
+class AcceleratorKind(Protocol):
+    """What planning asks of an accelerator kind (``hpubench.accelerators``' classes answer it): its name,
+    its rank for "auto", and the cells it refuses on a device of that name. Passed in by the caller, never
+    imported: the accelerators import this package, so the plan stays below them."""
+
+    name: ClassVar[str]
+    auto_priority: ClassVar[int]
+
+    def skip_reason(self, cell: Any, device_name: str) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Context:
     """What expansion resolves against: this machine's devices, the workload catalog (name -> sizes)
-    and the accelerator names in priority order."""
+    and the accelerator kinds in priority order (``accelerators``: their names)."""
 
     inventory: Inventory
     catalog: Mapping[str, Sequence[str]]
-    accelerators: Sequence[str]
+    kinds: Sequence[AcceleratorKind]
+
+    @property
+    def accelerators(self) -> list[str]:
+        return [k.name for k in self.kinds]
+
+    def kind(self, name: str) -> AcceleratorKind:
+        return next(k for k in self.kinds if k.name == name)
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    """A skip rule that needs the context (the accelerator kinds given to expansion), not only the
+    inventory a plain ``Rule`` gets; built-in only, so a plugin dimension's rules keep their signature."""
+
+    check: Callable[[Any, Context], str | None]
 
 
 # (cell, inventory) -> why the cell cannot run here, or None. Cells are typed Any: hpubench.plan.cell imports
@@ -292,41 +318,24 @@ def too_many_devices(cell: Any, inventory: Inventory) -> str | None:
 
 
 def graphs_with_several_ranks(cell: Any, _inventory: Inventory | None = None) -> str | None:
-    """Combinations the data-parallel path does not run (the matrix and the worker both ask)."""
-    if cell.devices * cell.nodes > 1 and cell.graphs:
-        if strategy_of(cell) == "fsdp":
-            return (
-                "graph capture is not combined with FSDP cells: the all-gathers and reduce-scatters would "
-                "have to be captured inside the graph"
-            )
-        return (
-            "graph capture is not combined with data-parallel (DDP) cells: the all-reduce would have to be "
-            "captured inside the graph"
-        )
-    return None
+    """Combinations the multi-process path does not run, in the words of the cell's strategy (the matrix
+    and the worker both ask ``hpubench.strategy.spec``)."""
+    return strategy_spec.multi_process_skip_reason(cell)
 
 
 # ---- strategy: how the processes of a cell share the model ------------------------------------------
+# Declared in hpubench.strategy.spec (built-ins and installed packages): its names, layout default and
+# rules are read from there; what stays here is how the dimension expands and matches.
 
-STRATEGIES: tuple[str, ...] = ("single", "ddp", "fsdp")
-BY_LAYOUT = "auto"  # the default: single on one device, ddp on several (what every cell ran before)
-
-
-def layout_strategy(world_size: int) -> str:
-    """The strategy a cell of ``world_size`` processes runs when none is named."""
-    return "single" if world_size == 1 else "ddp"
-
-
-def strategy_of(cell: Any) -> str:
-    """The strategy a cell runs: its own, or the default for its layout (``Cell.extra`` holds it only
-    away from that default, so records written before the dimension existed read as what they ran)."""
-    named = dict(cell.extra).get("strategy", BY_LAYOUT)
-    return layout_strategy(cell.devices * cell.nodes) if named == BY_LAYOUT else str(named)
-
-
-def shards_state(cell: Any) -> bool:
-    """Whether the cell's strategy splits parameters, gradients and optimizer states over its ranks."""
-    return strategy_of(cell) == "fsdp"
+STRATEGIES: tuple[str, ...] = strategy_spec.STRATEGIES  # the built-ins; strategy_spec.names() adds plugins
+BY_LAYOUT = strategy_spec.BY_LAYOUT
+layout_strategy = strategy_spec.layout_strategy
+strategy_of = strategy_spec.strategy_of
+shards_state = strategy_spec.shards_state
+strategy_misfits_layout = strategy_spec.strategy_misfits_layout
+strategy_refuses_precision = strategy_spec.strategy_refuses_precision
+strategy_choices = strategy_spec.choices  # every strategy, then "auto": what the parser takes
+strategy_help = strategy_spec.dimension_help  # --strategy's help, naming the installed strategies
 
 
 def resolve_strategy(v: str, cell: Mapping[str, Any], _ctx: Context) -> list[dict[str, Any]]:
@@ -340,34 +349,14 @@ def strategy_match(cell: Any, v: Any) -> bool:
 
 
 def strategy_names(_ctx: Context) -> Sequence[str]:
-    return STRATEGIES
+    return strategy_spec.names()
 
 
-def strategy_misfits_layout(cell: Any, _inventory: Inventory | None = None) -> str | None:
-    name, world = strategy_of(cell), cell.devices * cell.nodes
-    layout = f"devices={cell.devices} x nodes={cell.nodes}"
-    if name == "single" and world > 1:
-        return f"strategy single runs one process, but {layout} makes {world}; use ddp or fsdp"
-    if name != "single" and world == 1:
-        return f"strategy {name} needs several processes, but {layout} makes one; use devices >= 2"
-    return None
+def refused_by_accelerator(cell: Any, ctx: Context) -> str | None:
+    return ctx.kind(cell.accelerator).skip_reason(cell, ctx.inventory.device_name(cell.accelerator))
 
 
-def strategy_refuses_precision(cell: Any, _inventory: Inventory | None = None) -> str | None:
-    if strategy_of(cell) == "fsdp" and cell.precision == "fp8":
-        return (
-            "fp8 is not combined with FSDP cells: transformer_engine's fp8 layers keep scaling state that "
-            "fully_shard does not shard; untested, so not run"
-        )
-    return None
-
-
-def accelerator_refuses(cell: Any, inventory: Inventory) -> str | None:
-    # deferred: an import cycle, not a cost: hpubench.accelerators imports hpubench.plan.cell, which
-    # imports this module (through plan.dimensions), so the registry cannot be imported at module top.
-    from hpubench import accelerators
-
-    return accelerators.get(cell.accelerator).skip_reason(cell, inventory.device_name(cell.accelerator))
+accelerator_refuses = ContextRule(refused_by_accelerator)
 
 
 def accelerator_names(ctx: Context) -> Sequence[str]:

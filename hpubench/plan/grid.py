@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hpubench.errors import UsageError
-from hpubench.measure.autosteps import AUTO, KNOBS, MAX_STEPS, AutoSteps, parse_knob
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AUTO, KNOBS, MAX_STEPS, AutoSteps, parse_knob
 from hpubench.plan.dimensions import BadValue, show
 
 SETTINGS: tuple[str, ...] = ("warmup_steps", "steps", *KNOBS)  # KNOBS: how steps = "auto" measures

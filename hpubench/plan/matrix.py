@@ -69,12 +69,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from hpubench import accelerators
 from hpubench.errors import UsageError
-from hpubench.measure.autosteps import AUTO, KNOBS
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AUTO, KNOBS
 from hpubench.plan.cell import MODES, PRECISIONS, Cell, PlannedCell
 from hpubench.plan.dimensions import BadValue, Context, show
+from hpubench.plan.dimvalues import AcceleratorKind
 from hpubench.plan.grid import SETTINGS, Grid, grid_kwargs
 from hpubench.plan.inventory import Inventory
 
@@ -353,10 +353,6 @@ def spec_from_options(
 # ---- expansion --------------------------------------------------------------------------------------
 
 
-def _known_accelerators() -> list[str]:
-    return accelerators.names()
-
-
 def _unknown_name(d: dimensions.Dimension, values: Any, ctx: Context, meta: bool = True) -> str | None:
     """The first of ``values`` that is neither a meta value ("all", "auto") nor a valid name here."""
     if d.names is None:
@@ -418,16 +414,22 @@ def _matches(cell: Cell, ex: Mapping[str, object]) -> bool:
     return True
 
 
-def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequence[str]]) -> list[PlannedCell]:
+def expand(
+    spec: MatrixSpec,
+    inventory: Inventory,
+    catalog: Mapping[str, Sequence[str]],
+    kinds: Sequence[AcceleratorKind],
+) -> list[PlannedCell]:
     """Every cell of the matrix on this machine, runnable or skipped with its reason.
 
     Deterministic: grids in order, each in the order of the dimensions (workload outermost), "all"
     workloads in catalog order, "all" accelerators in priority order. A cell repeated by a later grid is
     dropped (first wins, by ``Cell.key``); excluded cells are dropped entirely. Invalid names raise
     UsageError; anything that is valid but cannot run here becomes a skipped PlannedCell (the first skip
-    rule of the dimensions, in order, that refuses it).
+    rule of the dimensions, in order, that refuses it). ``kinds`` are the accelerator kinds in priority
+    order (``hpubench.accelerators.kinds()``), handed in because the plan sits below the plugins.
     """
-    ctx = Context(inventory, catalog, _known_accelerators())
+    ctx = Context(inventory, catalog, kinds)
     _validate(spec, ctx)
     out: list[PlannedCell] = []
     seen: set[str] = set()
@@ -437,7 +439,7 @@ def expand(spec: MatrixSpec, inventory: Inventory, catalog: Mapping[str, Sequenc
             if cell.key in seen or any(_matches(cell, ex) for ex in spec.exclude):
                 continue
             seen.add(cell.key)
-            out.append(PlannedCell(cell, dimensions.skip_reason(cell, inventory)))
+            out.append(PlannedCell(cell, dimensions.skip_reason(cell, ctx)))
     return out
 
 

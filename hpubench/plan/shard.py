@@ -15,7 +15,7 @@ different records), a cell no task takes is never measured. So the cost a cell i
 measured on the machine: a calibrated rate differs between nodes (and between two probes on one node),
 and so would the partition. :func:`partition` therefore takes integer costs that the caller derives from
 facts that are the same on every task running the same command with the same software: the model's
-FLOPs and operators counted on ``meta`` at a fixed nominal rate (``hpubench.plan.shardplan``), and the cell
+FLOPs and operators counted on ``meta`` at a fixed nominal rate (``hpubench.run.shardplan``), and the cell
 keys for tie-breaking. Integer costs (milliseconds) keep float rounding out of the comparison.
 
 Longest processing time first: cells sorted by cost, largest first (equal costs by cell key), each put

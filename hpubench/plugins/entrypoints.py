@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Callable
+from typing import Any
 
 from hpubench.errors import UsageError
 
@@ -31,3 +32,18 @@ def load_group(group: str, kind: str, wrong_kind: Callable[[object], str | None]
             raise UsageError(f"{where} is not {expected}; {FIX}")
         out.append((where, obj))
     return out
+
+
+def load_named(group: str, kind: str, cls: type, registry: dict[str, Any]) -> list[str]:
+    """Add every entry point of ``group`` (each an instance of ``cls`` with a ``name``) to ``registry``;
+    the names added. The same object twice is one entry; another object under a taken name is refused."""
+    wrong = lambda obj: None if isinstance(obj, cls) else f"an {cls.__module__}.{cls.__qualname__}"  # noqa: E731
+    added = []
+    for where, obj in load_group(group, kind, wrong):
+        name = obj.name  # type: ignore[attr-defined]
+        if registry.get(name) not in (None, obj):
+            raise UsageError(f"{where} reuses the name {name!r} of another {kind}; rename it")
+        if name not in registry:
+            registry[name] = obj
+            added.append(name)
+    return added

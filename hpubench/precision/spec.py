@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpubench.errors import UsageError
-from hpubench.plugins.entrypoints import load_group
+from hpubench.plugins.entrypoints import load_named
 
+# The compute dtypes a precision may declare, and that peak and price tables give figures for.
+DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "tf32", "fp8")
 ENTRY_POINT_GROUP = "hpubench.precisions"
 
 
@@ -76,16 +77,7 @@ def load_entry_points() -> list[str]:
     if _plugins_loaded:
         return []
     _plugins_loaded = True
-    added = []
-    kind = lambda obj: None if isinstance(obj, Precision) else "an hpubench.precision.spec.Precision"  # noqa: E731
-    for where, obj in load_group(ENTRY_POINT_GROUP, "precision", kind):
-        assert isinstance(obj, Precision)
-        if _REGISTRY.get(obj.name) not in (None, obj):
-            raise UsageError(f"{where} reuses the name {obj.name!r} of another precision; rename it")
-        if obj.name not in _REGISTRY:
-            _REGISTRY[obj.name] = obj
-            added.append(obj.name)
-    return added
+    return load_named(ENTRY_POINT_GROUP, "precision", Precision, _REGISTRY)
 
 
 def names() -> tuple[str, ...]:

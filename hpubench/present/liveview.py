@@ -17,16 +17,50 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hpubench.present.eta import (
+from hpubench.present import numfmt
+from hpubench.run.eta import (
+    PHASE_MEASURED,
+    PHASE_WARMUP,
     PLAIN_EVERY_S,
     RunEstimate,
     StepProgress,
     Throttle,
-    describe,
-    format_duration,
     run_left_s,
 )
 from hpubench.run.events import Event
+
+
+def format_duration(seconds: float) -> str:
+    """A rounded duration for people: "8 s", "3 min 20 s", "2 h 05 min"."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        m, r = divmod(s, 60)
+        return f"{m} min {r:02d} s" if m < 10 else f"{m} min"
+    h, r = divmod(s, 3600)
+    return f"{h} h {r // 60:02d} min"
+
+
+def describe(progress: StepProgress, run_left: float | None = None) -> str:
+    """One line: "step 12/40, 812 samples/s, cell ~3 s left, run ~4 min left (estimate)"."""
+    p = progress
+    if p.detail:
+        head = p.detail
+    elif p.phase == PHASE_MEASURED:
+        head = f"step {p.done}/{p.planned}" if p.planned is not None else f"step {p.done}"
+    elif p.phase == PHASE_WARMUP:
+        head = f"warm-up step {p.done}/{p.planned}"
+    else:
+        head = f"setting up ({format_duration(p.elapsed_s)})"
+    parts = [head]
+    if p.samples_per_s is not None:
+        parts.append(f"{numfmt.count(p.samples_per_s)} samples/s")
+    if p.cell_left_s is not None:
+        parts.append(f"cell ~{format_duration(p.cell_left_s)} left")
+    if run_left is not None:
+        parts.append(f"run ~{format_duration(run_left)} left (estimate)")
+    return ", ".join(parts)
 
 
 class LiveView:

@@ -10,32 +10,13 @@ or any file inside a run directory is refused with one line; so is a suffix that
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpubench.errors import UsageError
-from hpubench.store.layout import CELLS_FILE, META_FILE
-
-# What marks a results directory: a run directory or a saved baseline.
-RESULTS_MARKERS = (CELLS_FILE, META_FILE)
-
-
-def os_error_text(exc: OSError) -> str:
-    """An OSError as a short phrase ("No space left on device"), without the errno number."""
-    if exc.errno == errno.ENOSPC:
-        return "the disk is full (no space left on device)"
-    return exc.strerror or str(exc)
-
-
-def results_dir_of(path: Path) -> Path | None:
-    """The results directory ``path`` lies in (it or any ancestor holds cells.jsonl or meta.json)."""
-    for parent in path.parents:
-        if any((parent / marker).exists() for marker in RESULTS_MARKERS):
-            return parent
-    return None
+from hpubench.errors import UsageError, os_error_text
+from hpubench.store.layout import results_dir_of
 
 
 def check_suffix(path: Path, known: Sequence[str]) -> None:

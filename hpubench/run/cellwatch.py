@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from hpubench.measure.partial import with_partial
-from hpubench.measure.stepfeed import FeedReader
-from hpubench.present.eta import StepProgress, step_progress
+from hpubench.run.eta import StepProgress, step_progress
+from hpubench.run.partial import with_partial
+from hpubench.run.stepfeed import FeedReader
 from hpubench.store.record import CellResult
 
 TICK_S = 1.0

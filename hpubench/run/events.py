@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpubench.present.eta import StepProgress
+from hpubench.run.eta import StepProgress
 
 
 @dataclass(frozen=True)

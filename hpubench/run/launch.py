@@ -124,7 +124,7 @@ class Launcher:
         return found.inventory, found.catalog
 
     def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
-        """``hpubench.measure.probe`` (estimates' model facts and rates) with ``args``, in a child forked from
+        """``hpubench.run.probe`` (estimates' model facts and rates) with ``args``, in a child forked from
         the pre-warmed server. Raises ProbeFailed with the reason (spawn isolation included: the caller then
         runs the probe on its own)."""
         return self.local.probe(args, timeout_s)

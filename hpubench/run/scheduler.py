@@ -10,7 +10,7 @@ Resume. A (cell, repeat) that already has an ok or failed record is not run agai
 as is); skipped cells are always re-derived from the plan. The store only ever holds complete records,
 so a run killed at any point resumes with exactly the missing cells.
 
-Timeouts. Every cell gets the run's timeout, or less where ``adjust`` (``hpubench.plan.preflight.BudgetRun``)
+Timeouts. Every cell gets the run's timeout, or less where ``adjust`` (``hpubench.run.preflight.BudgetRun``)
 says so; the executor enforces it on the cell's processes.
 """
 
@@ -21,15 +21,15 @@ from dataclasses import dataclass, replace
 
 from hpubench.errors import UsageError
 from hpubench.measure.profile import trace_relpath
-from hpubench.measure.stepfeed import feed_path
 from hpubench.plan.cell import PlannedCell
 from hpubench.plan.runoptions import RunOptions
-from hpubench.present.eta import StepProgress
 from hpubench.run.cellwatch import CellWatch
 from hpubench.run.cluster import ClusterEnv
+from hpubench.run.eta import StepProgress
 from hpubench.run.events import Event
 from hpubench.run.executors.base import CellRequest, Executor
 from hpubench.run.logcap import cap_log
+from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
 from hpubench.store.rundir import ResultStore
 

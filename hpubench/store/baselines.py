@@ -21,12 +21,11 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpubench.analysis.runspread import run_to_run_figures
-from hpubench.errors import UsageError
-from hpubench.present.outfile import os_error_text
+from hpubench.errors import UsageError, os_error_text
 from hpubench.store.layout import CELLS_FILE, META_FILE
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
@@ -112,8 +111,11 @@ def save(
     *,
     force: bool = False,
     note: str | None = None,
+    spreads_of: Callable[[Sequence[CellResult]], dict[str, Any]],
 ) -> Path:
-    """Copy a run's records (latest per cell and repeat) and metadata into ``<directory>/<name>/``."""
+    """Copy a run's records (latest per cell and repeat) and metadata into ``<directory>/<name>/``, with
+    the run-to-run spreads ``spreads_of`` computes from them (``hpubench.analysis.runspread``, handed in
+    by the caller: the store keeps figures, analysis makes them)."""
     check_name(name)
     source = Path(results)
     records = load_results([str(source)])
@@ -128,11 +130,7 @@ def save(
         meta = _run_meta(source)
         # Cells with repeats keep their run-to-run spread; cells without keep the one the baseline being
         # replaced had, so a CI job that re-saves one run per build keeps what an earlier --repeat measured.
-        spreads = (
-            {**read_run_to_run(target), **run_to_run_figures(records)}
-            if force
-            else run_to_run_figures(records)
-        )
+        spreads = {**read_run_to_run(target), **spreads_of(records)} if force else spreads_of(records)
         if spreads:
             meta[RUN_TO_RUN] = spreads
         meta["baseline"] = {"name": name, "saved_at": saved_at, "source": str(source.resolve()), "note": note}

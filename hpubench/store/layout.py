@@ -6,6 +6,18 @@ A module of its own so the reader and the writer share the names without importi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 CELLS_FILE = "cells.jsonl"
 META_FILE = "meta.json"
 LOGS_DIR = "logs"
+# What marks a results directory: a run directory or a saved baseline.
+RESULTS_MARKERS = (CELLS_FILE, META_FILE)
+
+
+def results_dir_of(path: Path) -> Path | None:
+    """The results directory ``path`` lies in (it or any ancestor holds cells.jsonl or meta.json)."""
+    for parent in path.parents:
+        if any((parent / marker).exists() for marker in RESULTS_MARKERS):
+            return parent
+    return None

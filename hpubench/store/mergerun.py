@@ -14,10 +14,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from hpubench.errors import UsageError, WriteFailed
-from hpubench.present.outfile import os_error_text, results_dir_of
+from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store import runlock
-from hpubench.store.layout import CELLS_FILE, META_FILE
+from hpubench.store.layout import CELLS_FILE, META_FILE, results_dir_of
 from hpubench.store.merge import Merged, Source, combine
 from hpubench.store.rundir import ResultStore, record_line, write_file_synced
 from hpubench.store.runmeta import utc_now_iso

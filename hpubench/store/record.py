@@ -12,10 +12,10 @@ from typing import Any
 
 from hpubench.measure.devicestats import MemorySample
 from hpubench.measure.loader import LoaderSplit
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.profile import ProfileResult
 from hpubench.measure.telemetry.summary import TelemetryResult
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 from hpubench.store.recordcheck import RecordError, check_record
 from hpubench.store.runtimeinfo import RuntimeInfo
 

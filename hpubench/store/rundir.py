@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hpubench.errors import UsageError, WriteFailed
-from hpubench.present.outfile import os_error_text
+from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store.layout import CELLS_FILE, LOGS_DIR, META_FILE
 from hpubench.store.readback import latest_per_key, parse_records
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, CellResult

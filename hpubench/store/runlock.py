@@ -23,8 +23,7 @@ import socket
 import time
 from pathlib import Path
 
-from hpubench.errors import UsageError
-from hpubench.present.outfile import os_error_text
+from hpubench.errors import UsageError, os_error_text
 
 try:
     import fcntl

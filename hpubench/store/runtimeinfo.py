@@ -108,4 +108,6 @@ class RuntimeInfo(Mapping[str, Any]):
     __hash__ = None  # type: ignore[assignment]  # holds mappings: not hashable
 
 
-_FIELDS = frozenset(f.name for f in fields(RuntimeInfo)) - {"extra"}
+# In declaration order: a record's runtime object lists its facts the same way in every process (a set
+# iterated in hash order did not).
+_FIELDS = tuple(f.name for f in fields(RuntimeInfo) if f.name != "extra")

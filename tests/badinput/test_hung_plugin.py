@@ -140,7 +140,7 @@ def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
     argv = [
         sys.executable,
         "-m",
-        "hpubench.measure.probe",
+        "hpubench.run.probe",
         "--out",
         "p.json",
         "--workloads-from",

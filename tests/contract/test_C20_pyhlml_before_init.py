@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 
 from hpubench.accelerators.hpu import doctor as hpu_doctor
-from hpubench.analysis.doctor import FAIL, DeviceFacts, device_findings
+from hpubench.measure.doctor import FAIL, DeviceFacts, device_findings
 from hpubench.measure.telemetry.base import TelemetryUnavailable
 from hpubench.measure.telemetry.hlml import HLMLSource
 

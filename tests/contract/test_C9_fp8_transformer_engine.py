@@ -14,6 +14,7 @@ import pytest
 import torch
 from contract_doubles import double_env, logged, run_worker
 
+from hpubench import accelerators
 from hpubench.accelerators.hpu.accelerator import HPUAccelerator
 from hpubench.errors import CellSkipped
 from hpubench.plan.cell import MODES, Cell
@@ -37,7 +38,9 @@ def test_the_rules_refuse_fp8_exactly_on_first_generation(name: str, mode: str) 
 def test_the_planned_matrix_skips_fp8_on_gaudi_with_the_rule_reason() -> None:
     spec = spec_from_options(workload=["mlp"], accelerator=["hpu"], precision=["fp8", "bf16-mixed"])
     for name, refused in (("GAUDI", True), ("GAUDI2", False), ("GAUDI3", False)):
-        planned = expand(spec, Inventory((DeviceInfo("hpu", 8, name),)), {"mlp": ("tiny",)})
+        planned = expand(
+            spec, Inventory((DeviceInfo("hpu", 8, name),)), {"mlp": ("tiny",)}, accelerators.kinds()
+        )
         fp8 = [p for p in planned if p.cell.precision == "fp8" and not p.cell.graphs]
         assert fp8, planned
         for p in fp8:

@@ -138,7 +138,9 @@ def outputs(root: Path) -> dict[str, str]:
     )
     out["gate.txt"] += (root / "g.md").read_text()
     out["list_smoke.txt"] = cli("list", "cells", "--matrix", "smoke", "--skipped", cwd=root, columns=400)
-    out["list_full.txt"] = cli("list", "cells", "--matrix", "full", "--skipped", cwd=root, columns=400)
+    out["list_full.txt"] = cli(
+        "list", "cells", "--matrix", "full", "--size", "tiny", "--skipped", cwd=root, columns=400
+    )
     out["list_workloads.txt"] = cli("list", "workloads", cwd=root)
     out["run.txt"] = cli(
         "run",

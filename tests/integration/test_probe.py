@@ -9,8 +9,8 @@ import pytest
 
 from hpubench.errors import ProbeFailed
 from hpubench.plan.cell import Cell, PlannedCell
-from hpubench.plan.preflight import run_probe
 from hpubench.run.launch import Launcher
+from hpubench.run.preflight import run_probe
 
 # Registered only from this file: the server loaded it, so the forked probe knows it without being told.
 WORKLOAD = textwrap.dedent(

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from reportdata import fake_result, table_rows, write_run
 
+from hpubench.analysis.frame import COLUMNS, to_dataframe
 from hpubench.plan import dimensions
 from hpubench.plan.dimensions import Dimension
 from hpubench.present.cli.main import main
-from hpubench.store.frame import COLUMNS, to_dataframe
 from hpubench.store.readback import load_results
 
 

@@ -1,5 +1,5 @@
 """Workloads too big for this machine, for the estimator's tests: they are counted on meta and skipped,
-never built on a real device (``hpubench.plan.preflight``)."""
+never built on a real device (``hpubench.run.preflight``)."""
 
 from __future__ import annotations
 

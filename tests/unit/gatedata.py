@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult, Metrics
 
 MIB = 1 << 20

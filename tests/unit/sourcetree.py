@@ -72,10 +72,33 @@ def imported_names(mod: str, path: Path) -> set[str]:
     return out
 
 
-def top_level_imports(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """Modules of ours that ``mod`` imports at import time (module body, not functions or TYPE_CHECKING)."""
+def every_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement a module may run: at import time or later inside a function (a deferred
+    import is still a dependency), but not ``if TYPE_CHECKING:`` blocks, which never run."""
+
+    def visit(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                yield from (i for c in child.orelse for i in visit_one(c))
+                continue
+            yield from visit_one(child)
+
+    def visit_one(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        else:
+            yield from visit(node)
+
+    return visit(tree)
+
+
+def our_imports(mod: str, path: Path, known: dict[str, Path], deferred: bool = False) -> set[str]:
+    """Modules of ours that ``mod`` imports: at import time (module body, not functions or TYPE_CHECKING),
+    or with ``deferred`` also inside functions. ``from pkg import sub`` is an edge to ``pkg.sub`` when that
+    is a module, else to ``pkg``."""
+    nodes = every_import(parse(path)) if deferred else import_time_imports(parse(path))
     out: set[str] = set()
-    for node in import_time_imports(parse(path)):
+    for node in nodes:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name in known)
         else:
@@ -86,8 +109,14 @@ def top_level_imports(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
     return {m for m in out if m in known and m != mod}
 
 
-def graph(known: dict[str, Path] | None = None) -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports at import time. A submodule's implicit import of its parent
-    package is not an edge: Python always runs the parent first, whatever the submodule imports."""
+def top_level_imports(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Modules of ours that ``mod`` imports at import time (module body, not functions or TYPE_CHECKING)."""
+    return our_imports(mod, path, known)
+
+
+def graph(known: dict[str, Path] | None = None, deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (at import time; with ``deferred``, anywhere). A submodule's
+    implicit import of its parent package is not an edge: Python always runs the parent first, whatever the
+    submodule imports."""
     known = modules() if known is None else known
-    return {m: top_level_imports(m, p, known) for m, p in known.items()}
+    return {m: our_imports(m, p, known, deferred) for m, p in known.items()}

@@ -2,10 +2,10 @@ from dataclasses import replace
 
 import pytest
 
-from hpubench.measure.autosteps import AutoSteps
+from hpubench.measure.memory import MemoryStats
 from hpubench.plan import dimensions
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, Cell
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult, Metrics
 from hpubench.store.recordcheck import RecordError, check_record
 

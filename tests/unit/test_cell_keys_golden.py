@@ -16,7 +16,7 @@ import pytest
 
 from hpubench.plan import matrix
 from hpubench.plan.cell import Cell
-from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8, GAUDI8, H100_1
+from tests.unit.test_matrix import CATALOG, CPU2, GAUDI2_8, GAUDI8, H100_1, KINDS
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "golden_cells.json").read_text())
 MACHINES = {"cpu2": CPU2, "gaudi8": GAUDI8, "gaudi2_8": GAUDI2_8, "h100_1": H100_1}
@@ -25,7 +25,7 @@ MACHINES = {"cpu2": CPU2, "gaudi8": GAUDI8, "gaudi2_8": GAUDI2_8, "h100_1": H100
 @pytest.mark.parametrize("name", sorted(GOLDEN["expanded"]))
 def test_preset_cells_keep_their_keys_order_and_skip_reasons(name: str) -> None:
     preset, machine = name.split("@")
-    planned = matrix.expand(matrix.preset(preset), MACHINES[machine], CATALOG)
+    planned = matrix.expand(matrix.preset(preset), MACHINES[machine], CATALOG, KINDS)
     got = [[p.cell.key, p.cell.match_key, p.skip_reason] for p in planned]
     assert got == GOLDEN["expanded"][name]
 

@@ -14,7 +14,7 @@ from hpubench.plan.cell import Cell
 from hpubench.plan.cliparse import parse_dimensions
 from hpubench.plan.dimensions import BadValue, Dimension
 from hpubench.plan.grid import Grid
-from tests.unit.test_matrix import CATALOG, CPU2
+from tests.unit.test_matrix import CATALOG, CPU2, KINDS
 
 BASE = "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"
 
@@ -49,7 +49,7 @@ def test_a_registered_dimension_is_a_grid_key_a_file_key_a_flag_and_a_key_part(s
     assert Grid(workload="mlp").seq_len == (128,)
     f = tmp_path / "m.toml"
     f.write_text('workload = "mlp"\naccelerator = "cpu"\nseq_len = [128, 512, 2048]\n')
-    planned = matrix.expand(matrix.load_matrix_file(f), CPU2, CATALOG)
+    planned = matrix.expand(matrix.load_matrix_file(f), CPU2, CATALOG, KINDS)
     assert [(p.cell.key, p.skip_reason) for p in planned] == [
         (BASE, None),  # at its default the key is the one older results hold
         (f"{BASE}/seq_len=512", None),
@@ -57,12 +57,12 @@ def test_a_registered_dimension_is_a_grid_key_a_file_key_a_flag_and_a_key_part(s
     ]
     assert planned[1].cell.value("seq_len") == 512 and planned[0].cell.extra == ()
     dims = parse_dimensions(workload=["mlp"], accelerator=["cpu"], seq_len=["256"])
-    [planned_one] = matrix.expand(matrix.spec_from_options(**dims), CPU2, CATALOG)
+    [planned_one] = matrix.expand(matrix.spec_from_options(**dims), CPU2, CATALOG, KINDS)
     assert planned_one.cell.key == f"{BASE}/seq_len=256"
     excluded = matrix.MatrixSpec(
         grids=(Grid(workload="mlp", seq_len=[128, 512]),), exclude=({"seq_len": 512},)
     )
-    assert [p.cell.key for p in matrix.expand(excluded, CPU2, CATALOG)] == [BASE]
+    assert [p.cell.key for p in matrix.expand(excluded, CPU2, CATALOG, KINDS)] == [BASE]
 
 
 def test_its_parser_refuses_alike_in_a_grid_a_file_and_on_the_command_line(seq_len, tmp_path: Path):

@@ -14,7 +14,7 @@ from hpubench.accelerators.hpu.doctor import (
     parse_modules,
     visible_modules_findings,
 )
-from hpubench.analysis.doctor import (
+from hpubench.measure.doctor import (
     FAIL,
     OK,
     WARN,
@@ -31,7 +31,7 @@ from hpubench.analysis.doctor import (
     thread_findings,
     to_json,
 )
-from hpubench.measure.doctor_probe import governors
+from hpubench.run.doctorfacts import governors
 
 GIB = 1024**3
 EIGHT = list(range(8))

@@ -203,8 +203,7 @@ def _est(step_s: float | None) -> E.Estimate:
 
 
 def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
-    from hpubench.measure.autosteps import AutoSteps
-    from hpubench.measure.stopping import MAX_AUTO_STEPS
+    from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps
     from hpubench.plan.cell import Cell
 
     rule = AutoSteps(target_ci=0.02, min_steps=10, min_time_s=0.5, max_time_s=3.0)

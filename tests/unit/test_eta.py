@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.measure.stepfeed import FeedHeader, FeedState
-from hpubench.present.eta import (
+from hpubench.present.liveview import describe, format_duration
+from hpubench.run.eta import (
     SCALE_BOUNDS,
     RunEstimate,
     StepProgress,
     Throttle,
-    describe,
-    format_duration,
     run_left_s,
     step_progress,
 )
+from hpubench.run.stepfeed import FeedHeader, FeedState
 
 HEADER = FeedHeader(
     steps=100, warmup_steps=3, samples_per_step=10, tokens_per_step=None, flops_per_step=None, world_size=1

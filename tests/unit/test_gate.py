@@ -34,8 +34,8 @@ from hpubench.analysis.gate.rules import (
 )
 from hpubench.analysis.stats.estimator import RunSpread, estimate_change
 from hpubench.errors import UsageError
+from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult
 from hpubench.store.runtimeinfo import RuntimeInfo
 

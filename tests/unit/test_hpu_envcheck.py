@@ -11,7 +11,7 @@ import pytest
 
 from hpubench.accelerators.hpu import envcheck as ec
 from hpubench.accelerators.hpu.doctor import bridge_build_facts, findings
-from hpubench.analysis.doctor import FAIL, OK, WARN, DeviceFacts, Finding, exit_code
+from hpubench.measure.doctor import FAIL, OK, WARN, DeviceFacts, Finding, exit_code
 
 EIGHT = list(range(8))
 

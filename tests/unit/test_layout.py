@@ -1,7 +1,8 @@
 """The package's layout rules (issue 13), read from the sources with ``ast`` so nothing of the package is
 imported to check them:
 
-1. no module over 500 lines, no class over 200 lines;
+1. no module over 500 lines, no class over 200 lines, no function over 80 lines (nested ones counted
+   inside their parent too);
 2. hpubench.plan and hpubench.analysis do not import torch at import time, however indirectly;
 3. every import inside a function says why it is deferred (a comment with the word ``deferred``);
 4. hpubench is laid out in its stage subpackages, with only a few modules at the top;
@@ -22,6 +23,7 @@ from sourcetree import PACKAGES, ROOT, imported_names, modules, parse, top_level
 
 MAX_MODULE_LINES = 500
 MAX_CLASS_LINES = 200
+MAX_FUNCTION_LINES = 80
 
 
 # 1. Sizes ------------------------------------------------------------------------------------------------
@@ -36,11 +38,16 @@ def oversized(files: dict[str, str], root: Path = ROOT) -> list[str]:
         if n > MAX_MODULE_LINES:
             bad.append(f"{path}: {n} lines")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ClassDef):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 size = (node.end_lineno or node.lineno) - first + 1
-                if size > MAX_CLASS_LINES:
-                    bad.append(f"{path}:{node.lineno} class {node.name}: {size} lines")
+                kind, limit = (
+                    ("class", MAX_CLASS_LINES)
+                    if isinstance(node, ast.ClassDef)
+                    else ("def", MAX_FUNCTION_LINES)
+                )
+                if size > limit:
+                    bad.append(f"{path}:{node.lineno} {kind} {node.name}: {size} lines")
     return bad
 
 
@@ -48,7 +55,7 @@ def sources(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str
     return {str(p.relative_to(root)): p.read_text() for p in modules(root, packages).values()}
 
 
-def test_no_module_over_500_lines_nor_class_over_200() -> None:
+def test_no_module_over_500_lines_nor_class_over_200_nor_function_over_80() -> None:
     bad = oversized(sources())
     assert not bad, "too large:\n" + "\n".join(bad)
 
@@ -60,6 +67,9 @@ def test_the_size_check_flags_a_long_module_and_a_long_class() -> None:
     long = "x = 1\n" * (MAX_MODULE_LINES + 1)
     assert oversized({"b.py": long}) == ["b.py: 501 lines"]
     assert oversized({"c.py": "x = 1\n" * MAX_MODULE_LINES}) == []
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert oversized({"d.py": f"def long():\n{body}\n"}) == ["d.py:1 def long: 81 lines"]
+    assert oversized({"e.py": f"def fits():\n{body[: body.rindex(chr(10))]}\n"}) == []
 
 
 # 2. No torch at import time in plan and analysis -----------------------------------------------------------

@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from hpubench.present.eta import RunEstimate, StepProgress
 from hpubench.present.liveview import LiveView
+from hpubench.run.eta import RunEstimate, StepProgress
 from hpubench.run.events import Event
 
 

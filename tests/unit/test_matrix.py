@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from hpubench import accelerators
 from hpubench.errors import UsageError
-from hpubench.measure.autosteps import AutoSteps
 from hpubench.plan import matrix
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cell import MODES, PRECISIONS, PlannedCell
 from hpubench.plan.inventory import DeviceInfo, Inventory
 from hpubench.plan.matrix import Grid, MatrixSpec, expand, explain, load_matrix_file, spec_from_options
@@ -22,6 +22,7 @@ CATALOG = {
     "gpt": ("tiny", "standard"),
     "bert": ("tiny", "standard"),
 }
+KINDS = accelerators.kinds()
 CPU2 = Inventory((DeviceInfo("cpu", 2, "Intel(R) Xeon(R) CPU @ 2.20GHz"),))
 GAUDI8 = Inventory((DeviceInfo("hpu", 8, "GAUDI"), DeviceInfo("cpu", 96, "Intel(R) Xeon(R) Platinum 8275CL")))
 GAUDI2_8 = Inventory(
@@ -33,7 +34,7 @@ H100_1 = Inventory((DeviceInfo("cuda", 1, "NVIDIA H100 80GB HBM3"), DeviceInfo("
 def one(spec: MatrixSpec | Grid, inv: Inventory = CPU2, catalog=CATALOG) -> list[PlannedCell]:
     if isinstance(spec, Grid):
         spec = MatrixSpec(grids=(spec,))
-    return expand(spec, inv, catalog)
+    return expand(spec, inv, catalog, KINDS)
 
 
 def keyed(planned: list[PlannedCell]) -> dict[str, str | None]:
@@ -78,7 +79,7 @@ SMOKE_ON_CPU2 = {
 
 
 def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reasons():
-    planned = expand(matrix.preset("smoke"), CPU2, CATALOG)
+    planned = expand(matrix.preset("smoke"), CPU2, CATALOG, KINDS)
     assert [p.cell.key for p in planned] == list(SMOKE_ON_CPU2)
     for p in planned:
         expected = SMOKE_ON_CPU2[p.cell.key]
@@ -91,7 +92,7 @@ def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reaso
 
 
 def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
-    planned = keyed(expand(matrix.preset("smoke"), GAUDI2_8, CATALOG))
+    planned = keyed(expand(matrix.preset("smoke"), GAUDI2_8, CATALOG, KINDS))
     assert planned["mlp/tiny/hpu/1x1/32-true/lazy/nographs/bsdefault"] is None
     assert planned["mlp/tiny/hpu/1x1/32-true/lazy/graphs/bsdefault"] is None
     assert planned["mlp/tiny/hpu/2x1/32-true/eager/nographs/bsdefault"] is None
@@ -99,7 +100,7 @@ def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
 
 
 def test_full_preset_counts_on_cpu_only_machine():
-    planned = expand(matrix.preset("full"), CPU2, CATALOG)
+    planned = expand(matrix.preset("full"), CPU2, CATALOG, KINDS)
     # 4 workloads x 5 precisions x 3 modes x 2 graphs x devices (1, auto=2)
     assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2
     assert {p.cell.size for p in planned} == {"standard"}
@@ -260,8 +261,8 @@ def test_spec_needs_a_grid():
 
 def test_expansion_is_deterministic():
     spec = matrix.preset("full")
-    a = expand(spec, GAUDI2_8, CATALOG)
-    b = expand(matrix.preset("full"), GAUDI2_8, dict(CATALOG))
+    a = expand(spec, GAUDI2_8, CATALOG, KINDS)
+    b = expand(matrix.preset("full"), GAUDI2_8, dict(CATALOG), KINDS)
     assert a == b
     assert len({p.cell.key for p in a}) == len(a)
 
@@ -283,7 +284,7 @@ def test_duplicates_across_grids_keep_the_first():
             Grid(workload=("mlp", "gpt"), steps=99),
         )
     )
-    planned = expand(spec, CPU2, CATALOG)
+    planned = expand(spec, CPU2, CATALOG, KINDS)
     assert [(p.cell.workload, p.cell.steps) for p in planned] == [("mlp", 10), ("gpt", 99)]
 
 
@@ -294,7 +295,7 @@ def test_excludes_drop_matching_cells_entirely():
         ),
         exclude=({"workload": "gpt", "mode": "compile"}, {"precision": ["bf16-mixed"], "workload": ["mlp"]}),
     )
-    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG)]
+    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG, KINDS)]
     assert keys == [
         "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault",
         "mlp/tiny/cpu/1x1/32-true/compile/nographs/bsdefault",
@@ -308,11 +309,11 @@ def test_exclude_on_accelerator_and_devices():
         grids=(Grid(workload=("mlp",), accelerator=("all",), devices=(1, 2, (0, 1))),),
         exclude=({"accelerator": "cpu", "devices": 2},),
     )
-    planned = expand(spec, H100_1, CATALOG)
+    planned = expand(spec, H100_1, CATALOG, KINDS)
     assert [(p.cell.accelerator, p.cell.devices) for p in planned] == [("cuda", 1), ("cuda", 2), ("cpu", 1)]
     # index-list excludes compare with the cell's device indices
     spec = MatrixSpec(grids=(Grid(workload=("mlp",), devices=(2, (0, 1))),), exclude=({"devices": [[0, 1]]},))
-    assert expand(spec, CPU2, CATALOG) == []
+    assert expand(spec, CPU2, CATALOG, KINDS) == []
 
 
 @pytest.mark.parametrize(
@@ -345,7 +346,7 @@ _DIMS = {
 def test_single_grid_size_is_product_minus_excluded(grid_kwargs, exclude):
     grid = Grid(**grid_kwargs)
     spec = MatrixSpec(grids=(grid,), exclude=(exclude,) if exclude else ())
-    planned = expand(spec, CPU2, CATALOG)
+    planned = expand(spec, CPU2, CATALOG, KINDS)
     product = 1
     for key in matrix.DIMENSIONS:
         product *= len(getattr(grid, key))
@@ -376,14 +377,14 @@ def test_options_without_base_use_the_documented_defaults():
         mode=("eager",),
         graphs=(False,),
     )
-    assert [p.cell.key for p in expand(spec, CPU2, CATALOG)] == [
+    assert [p.cell.key for p in expand(spec, CPU2, CATALOG, KINDS)] == [
         f"{w}/tiny/cpu/1x1/32-true/eager/nographs/bsdefault" for w in CATALOG
     ]
 
 
 def test_options_without_base_build_one_grid():
     spec = spec_from_options(workload=["gpt"], precision=["bf16-mixed", "32-true"], devices=[[0, 1]], steps=7)
-    planned = expand(spec, CPU2, CATALOG)
+    planned = expand(spec, CPU2, CATALOG, KINDS)
     assert [(p.cell.precision, p.cell.device_ids, p.cell.steps) for p in planned] == [
         ("bf16-mixed", (0, 1), 7),
         ("32-true", (0, 1), 7),
@@ -391,21 +392,21 @@ def test_options_without_base_build_one_grid():
 
 
 def test_workload_flag_on_smoke_gives_smokes_mlp_cells():
-    smoke = expand(matrix.preset("smoke"), CPU2, CATALOG)
-    restricted = expand(spec_from_options(matrix.preset("smoke"), workload=["mlp"]), CPU2, CATALOG)
+    smoke = expand(matrix.preset("smoke"), CPU2, CATALOG, KINDS)
+    restricted = expand(spec_from_options(matrix.preset("smoke"), workload=["mlp"]), CPU2, CATALOG, KINDS)
     assert [p.cell.key for p in restricted] == [p.cell.key for p in smoke if p.cell.workload == "mlp"]
 
 
 def test_a_flag_replaces_the_dimension_in_every_grid():
     base = matrix.preset("smoke")
-    bert = expand(spec_from_options(base, workload=["bert"]), CPU2, CATALOG)
+    bert = expand(spec_from_options(base, workload=["bert"]), CPU2, CATALOG, KINDS)
     assert {p.cell.workload for p in bert} == {"bert"}
     assert {p.cell.precision for p in bert} == set(PRECISIONS)  # smoke's shape, applied to bert
     assert {p.cell.mode for p in bert} == set(MODES)
-    standard = expand(spec_from_options(base, size=["standard"]), CPU2, CATALOG)
+    standard = expand(spec_from_options(base, size=["standard"]), CPU2, CATALOG, KINDS)
     assert len(standard) == len(SMOKE_ON_CPU2)
     assert {p.cell.size for p in standard} == {"standard"}
-    on_cuda = expand(spec_from_options(base, accelerator=["cuda"]), H100_1, CATALOG)
+    on_cuda = expand(spec_from_options(base, accelerator=["cuda"]), H100_1, CATALOG, KINDS)
     assert {p.cell.accelerator for p in on_cuda} == {"cuda"}
     longer = spec_from_options(base, steps=100, warmup_steps=10)
     assert all(g.steps == 100 and g.warmup_steps == 10 for g in longer.grids)
@@ -421,7 +422,7 @@ def test_grids_made_identical_by_a_flag_collapse_and_excludes_survive():
     assert len(spec.grids) == 1
     assert spec.exclude == base.exclude
     assert spec.name.startswith("mine")
-    assert [p.cell.precision for p in expand(spec, CPU2, CATALOG)] == ["32-true"]
+    assert [p.cell.precision for p in expand(spec, CPU2, CATALOG, KINDS)] == ["32-true"]
 
 
 def test_no_flags_returns_the_base_unchanged():
@@ -490,7 +491,7 @@ def test_grid_tables_inherit_the_top_level(tmp_path):
         Grid(workload=("resnet",), size=("standard",), precision=("32-true", "bf16-mixed"), steps=40),
         Grid(workload=("gpt",), size=("standard",), mode=("eager", "compile"), steps=10),
     )
-    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG)]
+    keys = [p.cell.key for p in expand(spec, CPU2, CATALOG, KINDS)]
     assert keys == [
         "resnet/standard/cpu/1x1/32-true/eager/nographs/bsdefault",
         "resnet/standard/cpu/1x1/bf16-mixed/eager/nographs/bsdefault",
@@ -512,7 +513,7 @@ def test_preset_in_a_file_is_overridden_and_extended(tmp_path):
         """,
     )
     spec = load_matrix_file(p)
-    planned = expand(spec, H100_1, CATALOG)
+    planned = expand(spec, H100_1, CATALOG, KINDS)
     assert {p.cell.accelerator for p in planned} == {"cpu"}
     assert "bert/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault" in keyed(planned)
     assert all(p.cell.precision != "fp8" for p in planned)
@@ -575,7 +576,7 @@ def test_the_docstring_example_file_loads(tmp_path):
     spec = load_matrix_file(write(tmp_path, example, name="gaudi.toml"))
     assert spec.name == "gaudi-vs-h100"
     assert len(spec.grids) == 2 and spec.grids[1].devices == (1, "auto", (0, 2))
-    planned = expand(spec, GAUDI2_8, CATALOG)
+    planned = expand(spec, GAUDI2_8, CATALOG, KINDS)
     assert {p.cell.accelerator for p in planned} == {"hpu"}
     assert len(planned) == 2 * 2 + 2 * 3
 
@@ -583,14 +584,14 @@ def test_the_docstring_example_file_loads(tmp_path):
 def test_exclude_with_an_unknown_name_is_an_error():
     spec = MatrixSpec(grids=(Grid(),), exclude=({"workload": "mpl"},))
     with pytest.raises(UsageError) as e:
-        expand(spec, CPU2, CATALOG)
+        expand(spec, CPU2, CATALOG, KINDS)
     assert_one_line_usage_error(e, "mpl", "mlp, resnet")
 
 
 def test_unknown_workload_in_a_file_is_caught_at_expansion(tmp_path):
     spec = load_matrix_file(write(tmp_path, 'workload = "llama"\n'))
     with pytest.raises(UsageError) as e:
-        expand(spec, CPU2, CATALOG)
+        expand(spec, CPU2, CATALOG, KINDS)
     assert_one_line_usage_error(e, "llama", "valid: all, mlp")
 
 
@@ -598,7 +599,7 @@ def test_unknown_workload_in_a_file_is_caught_at_expansion(tmp_path):
 
 
 def test_explain_counts():
-    summary = explain(expand(matrix.preset("smoke"), CPU2, CATALOG))
+    summary = explain(expand(matrix.preset("smoke"), CPU2, CATALOG, KINDS))
     assert (summary.total, summary.runnable, summary.skipped) == (15, 11, 4)
     assert summary.reasons[0] == ("lazy mode exists only on HPU, not on cpu", 2)
     assert summary.by_accelerator == (("cpu", 11),)
@@ -608,11 +609,13 @@ def test_explain_counts():
 def test_matrix_stays_pure():
     code = (
         "import sys\n"
+        "from hpubench import accelerators\n"
         "from hpubench.plan import matrix\nfrom hpubench.analysis import peaks\n"
         "from hpubench.analysis.stats import summary\n"
         "from hpubench.plan.inventory import DeviceInfo, Inventory\n"
         "inv = Inventory((DeviceInfo('cpu', 2, 'x'),))\n"
-        "matrix.expand(matrix.preset('smoke'), inv, {w: ('tiny',) for w in ('mlp','resnet','gpt','bert')})\n"
+        "matrix.expand(matrix.preset('smoke'), inv, {w: ('tiny',) for w in ('mlp','resnet','gpt','bert')}, "
+        "accelerators.kinds())\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -638,7 +641,7 @@ def test_auto_steps_from_a_matrix_file_reach_the_cells(tmp_path):
         steps = 12
         """,
     )
-    planned = expand(load_matrix_file(p), CPU2, CATALOG)
+    planned = expand(load_matrix_file(p), CPU2, CATALOG, KINDS)
     by_workload = {pc.cell.workload: pc.cell for pc in planned}
     mlp, gpt = by_workload["mlp"], by_workload["gpt"]
     assert mlp.steps is None

@@ -1,4 +1,4 @@
-"""hpubench.plan.preflight without the probe: memory skips, and a budgeted run re-planned with a fake
+"""hpubench.run.preflight without the probe: memory skips, and a budgeted run re-planned with a fake
 clock."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.cost import GIB, Estimate, Measured
 from hpubench.plan.inventory import DeviceInfo, Inventory
-from hpubench.plan.preflight import (
+from hpubench.run.events import Event
+from hpubench.run.preflight import (
     CELL_OVERRUN,
     CELL_SLACK_S,
     OVERRUN,
@@ -18,7 +19,6 @@ from hpubench.plan.preflight import (
     Preflight,
     estimate_plan,
 )
-from hpubench.run.events import Event
 
 CPU_16G = Inventory((DeviceInfo("cpu", 2, "AMD EPYC", memory_bytes=16 * GIB, memory_shared=True),))
 FACTS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpubench.measure import probe
+from hpubench.run import probe
 from workloads import hf
 
 

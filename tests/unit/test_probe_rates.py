@@ -1,4 +1,4 @@
-"""What the estimate probe counts and times (hpubench.measure.probe): convolution FLOPs apart from the rest
+"""What the estimate probe counts and times (hpubench.run.probe): convolution FLOPs apart from the rest
 (they run at their own calibrated rate), a problem grown until launches no longer hide a device's rate,
 and cached counts that predate a new count are recounted."""
 
@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import workloads
-from hpubench.measure import probe
 from hpubench.plan.cell import flops_key
+from hpubench.run import probe
 
 
 def test_convolution_flops_are_counted_apart_and_a_model_without_convolutions_has_none() -> None:

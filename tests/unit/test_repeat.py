@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.analysis.frame import to_dataframe
 from hpubench.errors import UsageError
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.executors.base import CellOutcome, CellRequest, Executor
 from hpubench.run.scheduler import Scheduler
-from hpubench.store.frame import to_dataframe
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore

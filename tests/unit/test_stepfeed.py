@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpubench.analysis.peaks import peak_for
-from hpubench.measure.stepfeed import FeedHeader, FeedReader, StepFeed, feed_path
+from hpubench.run.stepfeed import FeedHeader, FeedReader, StepFeed, feed_path
 
 
 class Clock:

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from hpubench.measure.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
 from hpubench.measure.stopping import (
     MAX_AUTO_STEPS,
     Agree,
@@ -17,6 +16,7 @@ from hpubench.measure.stopping import (
     next_check,
     stop_reason,
 )
+from hpubench.plan.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
 
 
 def _run(times: list[float], rule: AutoSteps, agree: Agree | None = None) -> tuple[int, str]:

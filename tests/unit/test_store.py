@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.analysis.frame import COLUMNS, to_dataframe
 from hpubench.errors import UsageError
+from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
 from hpubench.plan.inventory import DeviceInfo, Inventory
-from hpubench.store.frame import COLUMNS, to_dataframe
-from hpubench.store.memory import MemoryStats
 from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION, CellResult, Metrics
 from hpubench.store.rundir import ResultStore
@@ -260,7 +260,7 @@ def test_dataframe_has_one_flat_row_per_cell_in_a_stable_column_order(tmp_path: 
 
 def test_store_modules_do_not_import_pandas_or_torch() -> None:
     code = (
-        "import sys, hpubench.store.rundir, hpubench.store.readback, hpubench.store.frame, "
+        "import sys, hpubench.store.rundir, hpubench.store.readback, hpubench.analysis.frame, "
         "hpubench.store.runmeta; print('pandas' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

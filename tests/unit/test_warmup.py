@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpubench.measure.autosteps import MAX_WARMUP_EXTENSION, warmup_extension
+from hpubench.plan.autosteps import MAX_WARMUP_EXTENSION, warmup_extension
 
 
 def test_a_short_warmup_is_extended_to_the_minimum_time_after_its_first_step() -> None:

@@ -15,13 +15,13 @@ from hpubench.accelerators.base import Accelerator, StepFn
 from hpubench.accelerators.cuda import doctor as cuda_doctor
 from hpubench.accelerators.cuda import graphs as cuda_graphs
 from hpubench.accelerators.registry import register
-from hpubench.analysis.doctor import DeviceFacts, Finding
 from hpubench.errors import CellSkipped
 from hpubench.measure.compilecount import CompileCounter, EventCounter
+from hpubench.measure.doctor import DeviceFacts, Finding
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.telemetry.base import TelemetrySource
 from hpubench.measure.telemetry.nvml import NVMLSource
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 
 if TYPE_CHECKING:
     import torch

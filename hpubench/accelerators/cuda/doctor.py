@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hpubench.accelerators.base import Accelerator, detected_facts
-from hpubench.analysis.doctor import DeviceFacts, Finding, device_findings
+from hpubench.measure.doctor import DeviceFacts, Finding, device_findings
 
 NVML_LIB = "NVML (pynvml)"
 LIBRARY_FIXES = {

@@ -38,13 +38,13 @@ from hpubench.accelerators.hpu.rules import (
     validate_op_list_env,
 )
 from hpubench.accelerators.registry import register
-from hpubench.analysis.doctor import DeviceFacts, Finding
 from hpubench.errors import CellSkipped
 from hpubench.measure.compilecount import CompileCounter
+from hpubench.measure.doctor import DeviceFacts, Finding
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.telemetry.base import TelemetrySource
 from hpubench.measure.telemetry.hlml import HLMLSource
 from hpubench.plan.cell import Cell
-from hpubench.store.memory import MemoryStats
 
 if TYPE_CHECKING:
     import torch

@@ -21,7 +21,7 @@ from importlib import metadata
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from hpubench.store.memory import MemoryStats
+from hpubench.measure.memory import MemoryStats
 
 if TYPE_CHECKING:
     import torch

@@ -36,7 +36,7 @@ from hpubench.accelerators.hpu.rules import (
     MODULE_ID_ENV,
     VISIBLE_MODULES_ENV,
 )
-from hpubench.analysis.doctor import FAIL, LEVELS, OK, WARN, DeviceFacts, Finding, device_findings
+from hpubench.measure.doctor import FAIL, LEVELS, OK, WARN, DeviceFacts, Finding, device_findings
 
 VISIBLE_ENV = VISIBLE_MODULES_ENV
 SECTION = "hpu"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from hpubench.accelerators.hpu.rules import LAZY_MODE_ENV, MODULE_ID_ENV, VISIBLE_MODULES_ENV
-from hpubench.analysis.doctor import FAIL, OK, WARN, Finding
+from hpubench.measure.doctor import FAIL, OK, WARN, Finding
 
 SECTION = "hpu"
 PIN_CHECK = "torch pin"

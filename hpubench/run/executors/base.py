@@ -50,9 +50,7 @@ class CellRequest:
     log: Path
     timeout_s: float
     options: RunOptions | None = None
-    feed: Path | None = (
-        None  # where the cell streams its steps (``hpubench.measure.stepfeed``); None: nowhere
-    )
+    feed: Path | None = None  # where the cell streams its steps (``hpubench.run.stepfeed``); None: nowhere
     repeat: int = 0  # the pass of the plan it belongs to
     position: int = 0  # its place in the plan (0-based), within the pass
 
@@ -138,7 +136,7 @@ class LocalExecutor(Executor):
 
     @abstractmethod
     def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
-        """``hpubench.measure.probe`` with ``args`` in a child; its JSON. Raises ProbeFailed with the
+        """``hpubench.run.probe`` with ``args`` in a child; its JSON. Raises ProbeFailed with the
         reason."""
 
 

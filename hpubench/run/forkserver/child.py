@@ -27,13 +27,13 @@ from typing import Any
 from hpubench import accelerators
 from hpubench.accelerators import release_all
 from hpubench.errors import UsageError
-from hpubench.measure.doctor_probe import child_facts
 from hpubench.plan import dimensions
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.plugins import files as pluginload
 from hpubench.precision import spec as precisions
 from hpubench.run.detect import detect
+from hpubench.run.doctorfacts import child_facts
 from hpubench.run.forkserver.wire import USAGE_ERROR_PREFIX
 from hpubench.store.record import STATUS_FAILED, CellResult
 from hpubench.store.rundir import write_json_atomic
@@ -199,7 +199,7 @@ def child_main(req: dict[str, Any], close_fds: tuple[int, ...]) -> None:
             )
             code = 0
         elif req["op"] == "probe":
-            from hpubench.measure import probe  # deferred: imports torch (prepare() loaded it already)
+            from hpubench.run import probe  # deferred: imports torch (prepare() loaded it already)
 
             code = probe.main([*req["argv"], "--out", req["out"]])
         else:

@@ -21,10 +21,10 @@ Protocol: JSON lines. The zygote's stdout is reserved for it (its own ``sys.stdo
 - launcher -> zygote: ``{"op": "run", "cell": {...}, "out": PATH, "log": PATH, "timeout_s": T,
   "dispatched_at": EPOCH, "options": {...}, "flops_hints": {KEY: FLOPS}, "feed": PATH}`` (``options``:
   ``RunOptions.to_dict()``, optional; ``flops_hints``: FLOP counts earlier cells made, optional;
-  ``feed``: where the child streams its step times, ``hpubench.measure.stepfeed``, optional),
+  ``feed``: where the child streams its step times, ``hpubench.run.stepfeed``, optional),
   ``{"op": "detect", "out": PATH, "log": PATH, "timeout_s": T}``,
   ``{"op": "probe", "argv": [ARG, ...], "out": PATH, "log": PATH, "timeout_s": T}`` (the estimates'
-  probe, ``hpubench.measure.probe``, with torch and the workload files loaded already),
+  probe, ``hpubench.run.probe``, with torch and the workload files loaded already),
   ``{"op": "exit"}``. End of input means the launcher is gone: the running child is killed, the
   zygote exits.
 - zygote -> launcher per request: ``{"forked": PID}`` as soon as the child exists, then

@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+MAX_AUTO_STEPS = 10_000  # bounds the record (step times are kept) when steps are far faster than the noise
+
 AUTO = "auto"
 # The knobs as they are spelled in matrix files (the command line adds "--" and dashes).
 KNOBS: tuple[str, ...] = ("target_ci", "min_steps", "min_time", "max_time")

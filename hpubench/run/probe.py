@@ -1,6 +1,6 @@
 """The thin torch layer under the estimator: what a cell's model is, counted on ``meta``, and how fast
 this machine multiplies matrices. Runs in a throw-away child: forked from the launcher's pre-warmed
-server (``Launcher.probe``), or ``python -m hpubench.measure.probe`` under spawn isolation.
+server (``Launcher.probe``), or ``python -m hpubench.run.probe`` under spawn isolation.
 
 Why a child: counting imports torch and the workloads (and a calibration touches the device), which the
 launcher process must never do (``hpubench.run.forkserver.server`` explains why). Why ``meta``: it costs no
@@ -344,7 +344,7 @@ def _rank_threads(default_threads: int) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hpubench.measure.probe")
+    parser = argparse.ArgumentParser(prog="python -m hpubench.run.probe")
     parser.add_argument("--out", required=True)
     parser.add_argument(
         "--cell", action="append", default=[], help="workload|size|batch[|options] (batch 0: default)"

@@ -11,12 +11,12 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from hpubench.analysis.scaling import scaling_efficiencies
+from hpubench.measure.memory import MemoryStats
 from hpubench.measure.ranks import rank_peaks
 from hpubench.plan import dimensions
 from hpubench.plan.cell import Cell
-from hpubench.plan.dimvalues import strategy_of
-from hpubench.store.memory import MemoryStats
 from hpubench.store.record import CellResult, Metrics
+from hpubench.strategy.spec import strategy_of
 
 if TYPE_CHECKING:
     import pandas

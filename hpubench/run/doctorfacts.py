@@ -1,4 +1,4 @@
-"""``hpubench doctor``'s fact gathering, the I/O half (the rules are in ``hpubench.analysis.doctor``).
+"""``hpubench doctor``'s fact gathering, the I/O half (the rules are in ``hpubench.measure.doctor``).
 
 ``host_facts`` runs in the launcher process and imports no device framework: /sys, /proc, psutil and
 the environment. ``child_facts`` runs in the detection child (``python -m hpubench.run.forkserver.server
@@ -19,7 +19,7 @@ from typing import Any
 import psutil
 
 from hpubench import accelerators
-from hpubench.analysis.doctor import HOST_ENV_VARS, DeviceFacts, HostFacts
+from hpubench.measure.doctor import HOST_ENV_VARS, DeviceFacts, HostFacts
 from hpubench.measure.heap_probe import glibc
 from hpubench.measure.telemetry import readcost
 

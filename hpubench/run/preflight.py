@@ -1,7 +1,7 @@
 """What a planned run will cost, before it runs, and keeping a budgeted run within its budget.
 
 The glue between the pure estimator (``hpubench.plan.cost``), the pure budget planner
-(``hpubench.plan.budget``) and the world: it runs the probe child (``hpubench.measure.probe``: models counted
+(``hpubench.plan.budget``) and the world: it runs the probe child (``hpubench.run.probe``: models counted
 on meta, the device's matmul rate), reads earlier results, turns cells that cannot fit in memory into skipped
 cells with the estimate in their reason, and (``BudgetRun``) re-plans the remaining cells before each one with
 the time the run has really taken, so a run that goes slower than estimated gives later cells fewer steps or
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.analysis import peaks
-from hpubench.errors import ProbeFailed, UsageError
-from hpubench.measure.autosteps import AutoSteps
+from hpubench.errors import ProbeFailed, UsageError, os_error_text
+from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.budget import BudgetItem, BudgetPlan, plan
 from hpubench.plan.cell import Cell, PlannedCell, flops_key, parse_flops_key
 from hpubench.plan.cost import (
@@ -34,14 +34,13 @@ from hpubench.plan.cost import (
     memory_skip_reason,
     rate_dtype,
 )
-from hpubench.plan.dimvalues import shards_state
 from hpubench.plan.inventory import Inventory
-from hpubench.present.outfile import os_error_text
 from hpubench.run.events import Event
 from hpubench.run.sourceroot import with_source_root
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore, write_json_atomic
+from hpubench.strategy.spec import shards_state
 
 PROBE_TIMEOUT_S = 300.0
 OVERRUN = 0.10  # a budgeted run may end at most this fraction past its budget
@@ -116,7 +115,7 @@ def _default_batch_key(key: str) -> tuple[str, str, tuple[tuple[str, str], ...]]
     return workload, size, tuple(sorted(options.items()))
 
 
-# argv for hpubench.measure.probe.main (without --out), a timeout in seconds -> the probe's JSON result.
+# argv for hpubench.run.probe.main (without --out), a timeout in seconds -> the probe's JSON result.
 ProbeRunner = Callable[[list[str], float], dict[str, Any]]
 
 
@@ -124,7 +123,7 @@ def _probe_subprocess(
     args: list[str], python: str, workload_files: Sequence[str], env: dict[str, str]
 ) -> dict[str, Any]:
     out = Path(env.get("TMPDIR", "/tmp")) / f"hpubench-probe-{os.getpid()}-{time.monotonic_ns()}.json"
-    argv = [python, "-m", "hpubench.measure.probe", "--out", str(out), *args]
+    argv = [python, "-m", "hpubench.run.probe", "--out", str(out), *args]
     for f in workload_files:
         argv += ["--workloads-from", f]
     child_env = with_source_root(env)
@@ -151,11 +150,11 @@ def run_probe(
     runner: ProbeRunner | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Calibration], str | None]:
     """Model facts per ``workload|size|batch`` (batch 0: the size's default) and each accelerator's
-    calibration, from ``hpubench.measure.probe``; a failed probe gives nothing and says why.
+    calibration, from ``hpubench.run.probe``; a failed probe gives nothing and says why.
 
     ``runner(argv, timeout_s)`` runs the probe in a child that already imported torch and the workload
     files (the launcher's pre-warmed fork server: ``Launcher.probe``) and returns its JSON, or raises
-    ``ProbeFailed``; without one, a ``python -m hpubench.measure.probe`` interpreter pays ``import torch``
+    ``ProbeFailed``; without one, a ``python -m hpubench.run.probe`` interpreter pays ``import torch``
     again.
     """
     runnable = [pc for pc in cells if pc.runnable]

@@ -1,6 +1,6 @@
 """``hpubench doctor``, the pure half: collected facts in, findings out. No torch, no I/O.
 
-The facts are gathered elsewhere: the host's in the launcher process (``hpubench.measure.doctor_probe``, no
+The facts are gathered elsewhere: the host's in the launcher process (``hpubench.run.doctorfacts``, no
 device framework), each accelerator's in a throw-away child by its ``doctor_facts`` hook, because
 importing a device framework fixes its modes for the whole process. Each accelerator turns its own facts
 into findings (``Accelerator.doctor_findings``, with the helpers here), so nothing in this module knows

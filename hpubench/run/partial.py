@@ -14,7 +14,7 @@ from typing import Any
 
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.quality import with_quality
-from hpubench.measure.stepfeed import FeedHeader, FeedState
+from hpubench.run.stepfeed import FeedHeader, FeedState
 from hpubench.store.record import STATUS_FAILED, CellResult, Metrics
 
 MIN_STEPS_FOR_METRICS = (
@@ -65,22 +65,28 @@ def with_partial(result: CellResult, feed: FeedState) -> CellResult:
         return result
     if not feed.measured_s:
         return result
-    facts: dict[str, Any] = {
-        "steps_done": len(feed.measured_s),
-        "reason": result.reason or "stopped before its last step",
-        "steps_planned": header.steps,
-    }
-    if header.source != "this process":
-        facts["steps_from"] = header.source
     metrics = partial_metrics(header, feed)
-    if metrics is None:
-        facts["no_metrics"] = why_no_metrics(feed)
+    partial = partial_facts(result, header, feed, metrics)
     return with_quality(
         replace(
             result,
             metrics=metrics,
             step_times_s=feed.measured_s,
             warmup_times_s=feed.warmup_s,
-            runtime={**header.runtime, **result.runtime, "partial": facts},
+            runtime={**header.runtime, **result.runtime, "partial": partial},
         )
     )
+
+
+def partial_facts(
+    result: CellResult, header: FeedHeader, feed: FeedState, metrics: Metrics | None
+) -> dict[str, Any]:
+    """The record's ``runtime["partial"]``, which the quality verdict reads: how many steps were done of
+    how many planned, why the cell stopped, whose steps they are, and why there are no figures if none."""
+    return {
+        "steps_done": len(feed.measured_s),
+        "reason": result.reason or "stopped before its last step",
+        "steps_planned": header.steps,
+        **({"steps_from": header.source} if header.source != "this process" else {}),
+        **({"no_metrics": why_no_metrics(feed)} if metrics is None else {}),
+    }

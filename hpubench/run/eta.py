@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpubench.measure.stepfeed import PHASE_MEASURED, PHASE_WARMUP, FeedState
-from hpubench.present import numfmt
+from hpubench.run.stepfeed import PHASE_MEASURED, PHASE_WARMUP, FeedState
 
 RECENT_STEPS = 20  # "current" throughput: over the last this many measured steps
 PLAIN_EVERY_S = 10.0  # without a terminal, a line about the running cell at most this often
@@ -76,39 +75,6 @@ def run_left_s(
     else:
         current = 0.0
     return current + cells_after * mean
-
-
-def format_duration(seconds: float) -> str:
-    """A rounded duration for people: "8 s", "3 min 20 s", "2 h 05 min"."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        m, r = divmod(s, 60)
-        return f"{m} min {r:02d} s" if m < 10 else f"{m} min"
-    h, r = divmod(s, 3600)
-    return f"{h} h {r // 60:02d} min"
-
-
-def describe(progress: StepProgress, run_left: float | None = None) -> str:
-    """One line: "step 12/40, 812 samples/s, cell ~3 s left, run ~4 min left (estimate)"."""
-    p = progress
-    if p.detail:
-        head = p.detail
-    elif p.phase == PHASE_MEASURED:
-        head = f"step {p.done}/{p.planned}" if p.planned is not None else f"step {p.done}"
-    elif p.phase == PHASE_WARMUP:
-        head = f"warm-up step {p.done}/{p.planned}"
-    else:
-        head = f"setting up ({format_duration(p.elapsed_s)})"
-    parts = [head]
-    if p.samples_per_s is not None:
-        parts.append(f"{numfmt.count(p.samples_per_s)} samples/s")
-    if p.cell_left_s is not None:
-        parts.append(f"cell ~{format_duration(p.cell_left_s)} left")
-    if run_left is not None:
-        parts.append(f"run ~{format_duration(run_left)} left (estimate)")
-    return ", ".join(parts)
 
 
 # How far the finished cells' actual/estimated ratio may scale the rest (as the budget's re-planning).

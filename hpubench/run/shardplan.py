@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from hpubench.analysis.peaks import DTYPES
 from hpubench.plan import shard as shard_mod
 from hpubench.plan.cell import PlannedCell
 from hpubench.plan.cost import Calibration, estimate_cell
 from hpubench.plan.cost import fixed_s as estimate_fixed_s
-from hpubench.plan.preflight import Preflight, facts_key, model_facts
+from hpubench.precision.spec import DTYPES
+from hpubench.run.preflight import Preflight, facts_key, model_facts
 
 NOMINAL_TFLOPS = 1.0  # one rate for every dtype: a weight, not a prediction
 NOMINAL_PER_OP_S = 20e-6
