@@ -57,10 +57,10 @@ def row(rec: dict[str, Any]) -> str:
     source = tel.get("source") or f"none ({tel.get('absent_reason') or 'not sampled'})"
     return (
         f"{rec['cell']['workload']:<5}{rec['cell']['devices']!s:>3} {rec['cell']['precision']:<11}"
-        f"{rec['cell']['mode']:<8}{'on' if rec['cell']['graphs'] else 'off':<5}{rec['status']:<8}"
+        f"{rec['cell']['mode']:<8}{'on' if rec['cell']['graphs'] else 'off':<6}{rec['status']:<8}"
         f"{rec.get('quality') or '-':<11}{_f(m.get('samples_per_s'), ',.0f'):>12}"
-        f"{rt.get('compiles_measured', '-')!s:>9}  {source:<8}{_f(energy, '.3g'):>10}  "
-        f"{(rec.get('reason') or '')[:80]}"
+        f"{rt.get('compiles_measured', '-')!s:>9}  {source:<9}{_f(energy, '.3g'):>10}  "
+        f"{rec.get('reason') or ''}"
     )
 
 
@@ -84,12 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     recs = records(args.out)
     prof = hpubench("profile", *PROFILE_ARGS, "--out", str(args.out / "profile"))
     wall = time.monotonic() - t0
-    head = f"{'wl':<5}{'dev':>3} {'precision':<11}{'mode':<8}{'graph':<5}{'status':<8}{'quality':<11}"
-    print(f"\n{head}{'samples/s':>12}{'compiles':>9}  {'energy':<8}{'J/sample':>10}  reason")
+    head = f"{'wl':<5}{'dev':>3} {'precision':<11}{'mode':<8}{'graph':<6}{'status':<8}{'quality':<11}"
+    print(f"\n{head}{'samples/s':>12}{'compiles':>9}  {'telemetry':<9}{'J/sample':>10}  reason")
     for rec in recs:
         print(row(rec))
     prof_tail = (prof.stdout.strip() or prof.stderr.strip()).splitlines()[-1:]
-    print(f"\nprofile (mlp tiny, cuda): exit {prof.returncode}: {' '.join(prof_tail)}")
+    print(f"\nprofile (mlp tiny, cuda): exit {prof.returncode}: {' '.join(' '.join(prof_tail).split())}")
     failed = [r for r in recs if r["status"] == "failed"]
     ran = [r for r in recs if r["status"] == "ok"]
     print(
