@@ -9,10 +9,11 @@ entry_points.txt) on the path of a real ``python -m hpubench`` subprocess.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.pluginsite import install
 
 PLUGIN = """
 from hpubench.plan.dimensions import BadValue, Dimension
@@ -38,14 +39,10 @@ BASE = "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault"
 
 @pytest.fixture
 def plugin_env(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    info = site / "seqlen_plugin-0.1.dist-info"
-    info.mkdir(parents=True)
-    (site / "seqlen_plugin.py").write_text(PLUGIN)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seqlen-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[hpubench.dimensions]\nseq_len = seqlen_plugin:SEQ_LEN\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = install(
+        tmp_path / "site", "seqlen_plugin", PLUGIN, "hpubench.dimensions", "seq_len = seqlen_plugin:SEQ_LEN"
+    )
+    return {**env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
 @pytest.mark.parametrize("command", [("run",), ("list", "cells"), ("profile",)])

@@ -9,10 +9,11 @@ name, so its cells really train.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.pluginsite import install
 
 PLUGIN = '''
 from hpubench.accelerators.cpu import CPUAccelerator
@@ -26,21 +27,12 @@ class TinyAccelerator(CPUAccelerator):
 '''
 
 
-def _install(site: Path, module: str, entry: str) -> dict[str, str]:
-    info = site / f"{module}-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[hpubench.accelerators]\n{entry}\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path}
-
-
 @pytest.fixture
 def plugin_env(tmp_path: Path) -> dict[str, str]:
     site = tmp_path / "site"
     site.mkdir()
     (site / "tinyacc.py").write_text(PLUGIN)
-    return _install(site, "tinyacc", "tinyacc = tinyacc:TinyAccelerator")
+    return install(site, "tinyacc", None, "hpubench.accelerators", "tinyacc = tinyacc:TinyAccelerator")
 
 
 def test_an_installed_accelerator_is_detected_planned_and_run(cli, plugin_env, tmp_path):
@@ -68,7 +60,7 @@ def test_a_broken_accelerator_package_is_one_line(cli, tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "brokenacc.py").write_text("raise RuntimeError('vendor library missing')\n")
-    env = _install(site, "brokenacc", "brokenacc = brokenacc:Nothing")
+    env = install(site, "brokenacc", None, "hpubench.accelerators", "brokenacc = brokenacc:Nothing")
     proc = cli("list", "cells", "-w", "mlp", cwd=tmp_path, env=env)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     err = proc.stderr.strip()

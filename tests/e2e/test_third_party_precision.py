@@ -5,10 +5,11 @@ and records it like a built-in."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.pluginsite import install
 
 PLUGIN = '''
 import contextlib
@@ -32,14 +33,9 @@ BF16_PLAIN = Precision("bf16-plain", "bf16 everything", "bf16", "bf16", 2, False
 
 @pytest.fixture
 def plugin_env(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    info = site / "tinyprec-0.1.dist-info"
-    info.mkdir(parents=True)
-    (site / "tinyprec.py").write_text(PLUGIN)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinyprec\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[hpubench.precisions]\nbf16-plain = tinyprec:BF16_PLAIN\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path}
+    return install(
+        tmp_path / "site", "tinyprec", PLUGIN, "hpubench.precisions", "bf16-plain = tinyprec:BF16_PLAIN"
+    )
 
 
 def test_an_installed_precision_is_planned_run_and_recorded(cli, plugin_env, tmp_path):

@@ -13,10 +13,11 @@ A package that wants a torch-free plan keeps the ``StrategySpec`` in a module of
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.pluginsite import install
 
 PLUGIN = '''
 from hpubench.strategy.runtime import DDP
@@ -45,14 +46,10 @@ KEY = "mlp/tiny/cpu/2x1/32-true/eager/nographs/bsdefault/strategy=ddp_small"
 
 @pytest.fixture
 def plugin_env(tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    info = site / "smallbucket-0.1.dist-info"
-    info.mkdir(parents=True)
-    (site / "smallbucket.py").write_text(PLUGIN)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smallbucket\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[hpubench.strategies]\nddp_small = smallbucket:DDP_SMALL\n")
-    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
-    return {"PYTHONPATH": path, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = install(
+        tmp_path / "site", "smallbucket", PLUGIN, "hpubench.strategies", "ddp_small = smallbucket:DDP_SMALL"
+    )
+    return {**env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 
 def test_list_cells_and_help_show_the_installed_strategy(cli, plugin_env, tmp_path):
