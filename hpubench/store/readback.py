@@ -99,6 +99,11 @@ def load_results(paths: list[str]) -> list[CellResult]:
                     f"no {CELLS_FILE} in {p}; fix: point at a run directory written by 'hpubench run'"
                 )
             path = path / CELLS_FILE
+        elif path.name != CELLS_FILE and (path.parent / CELLS_FILE).exists():
+            # another file of a run directory (meta.json, estimates.json: a shell glob such as DIR/*)
+            raise UsageError(
+                f"{p} is not a results file; fix: give its run directory {path.parent} or its {CELLS_FILE}"
+            )
         if not os.access(path, os.R_OK):
             raise UsageError(f"cannot read results file {path} (permission denied)")
         out.extend(latest_per_key(parse_records(path)))

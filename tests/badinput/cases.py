@@ -148,6 +148,14 @@ for cmd, fragment in [
     (["profile", "--out", "p", "-w", "mlp", "--timeout", "nan"], "--timeout"),
 ]:
     add("cli", " ".join(cmd) or "(none)", cmd, fragment)
+# Another file of a run directory, as a shell glob (results run/*) passes it: not read as records.
+add(
+    "cli",
+    "results run/estimates.json",
+    ["results", "run/estimates.json"],
+    "not a results file; fix: give its run directory",
+    files={"run/estimates.json": "{\"cells\": {}}\n"},
+)
 
 for bad in ["", "-main", ".hidden", "a/b", "a b", "x" * 101, "name!", "../up", "é"]:
     add(
