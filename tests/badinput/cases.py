@@ -154,7 +154,7 @@ add(
     "results run/estimates.json",
     ["results", "run/estimates.json"],
     "not a results file; fix: give its run directory",
-    files={"run/estimates.json": "{\"cells\": {}}\n"},
+    files={"run/estimates.json": '{"cells": {}}\n'},
 )
 
 for bad in ["", "-main", ".hidden", "a/b", "a b", "x" * 101, "name!", "../up", "é"]:
