@@ -30,3 +30,15 @@ def test_half_is_refused_on_first_generation_only(bridge) -> None:
         torch.ones(2, dtype=torch.float16, device="hpu")
     bridge(HPUBENCH_FAKE_HPU_NAME="GAUDI2")
     assert torch.ones(2, dtype=torch.float16, device="hpu").dtype == torch.float16
+
+
+def test_an_allocation_is_judged_by_its_dtype_not_by_the_bits_it_happens_to_hold(bridge) -> None:
+    # A fresh float64 allocation holds whatever was there before: values beyond float32's range must not
+    # refuse it (the card refuses values when they are copied in, as above).
+    bridge()
+    for _ in range(20):
+        junk = torch.full((4096,), 1e300, dtype=torch.float64)
+        del junk
+        assert torch.empty(4096, dtype=torch.float64, device="hpu").dtype == torch.float64
+    with pytest.raises(RuntimeError, match="Complex datatype is not supported"):
+        torch.empty(2, dtype=torch.complex64, device="hpu")

@@ -47,10 +47,7 @@ def on_device(host: torch.Tensor) -> torch.Tensor:
     refused, float16 on first-generation Gaudi too; float64 is stored as float32 (the tensor still says
     float64, its values carry float32's precision), and values beyond float32's range are refused."""
     dtype = host.dtype
-    if dtype.is_complex:
-        raise RuntimeError("Complex datatype is not supported on HPU device.")
-    if dtype == torch.float16 and _double.is_first_generation():
-        raise RuntimeError("float16/half is not supported on Gaudi.")
+    refuse_dtype(dtype)
     if dtype == torch.float64 and host.numel() and not _in_fake_mode():
         finite = host[torch.isfinite(host)]
         limit = torch.finfo(torch.float32).max
@@ -62,6 +59,15 @@ def on_device(host: torch.Tensor) -> torch.Tensor:
             )
         host.copy_(host.to(torch.float32))
     return host
+
+
+def refuse_dtype(dtype: torch.dtype) -> None:
+    """The dtypes the card refuses whatever the values (C18): complex, and float16 on first-generation
+    Gaudi. An allocation is judged by this alone: its memory holds no values yet to range-check."""
+    if dtype.is_complex:
+        raise RuntimeError("Complex datatype is not supported on HPU device.")
+    if dtype == torch.float16 and _double.is_first_generation():
+        raise RuntimeError("float16/half is not supported on Gaudi.")
 
 
 def _in_fake_mode() -> bool:
@@ -228,13 +234,16 @@ def _empty(
     memory_format: Any = None,
 ) -> HPUTensor:
     host = torch.empty(size, dtype=dtype, memory_format=memory_format or torch.contiguous_format)
-    return HPUTensor(on_device(host), _hpu_device(device))
+    refuse_dtype(host.dtype)  # uninitialised: whatever bits it holds are no values to range-check
+    return HPUTensor(host, _hpu_device(device))
 
 
 def _empty_strided(
     size: Any, stride: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None
 ) -> HPUTensor:
-    return HPUTensor(on_device(torch.empty_strided(size, stride, dtype=dtype)), _hpu_device(device))
+    host = torch.empty_strided(size, stride, dtype=dtype)
+    refuse_dtype(host.dtype)  # uninitialised, as in _empty
+    return HPUTensor(host, _hpu_device(device))
 
 
 def _copy_from(src: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
