@@ -28,6 +28,7 @@ from hpubench.plan import dimvalues as v
 from hpubench.plan.dimvalues import BadValue, Check, Context, ContextRule, Resolve, Rule, show
 from hpubench.precision import spec as precisions
 from hpubench.precision.spec import PRECISIONS
+from hpubench.strategy import spec as strategy_spec
 
 ENTRY_POINT_GROUP = "hpubench.dimensions"
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")
@@ -207,7 +208,7 @@ class StrategyDimension(Dimension):
 
     @property  # type: ignore[override]
     def help(self) -> str:
-        return v.strategy_help()
+        return strategy_spec.dimension_help()
 
     @help.setter
     def help(self, _text: str) -> None:  # the dataclass's __init__ sets the field; the registry answers
@@ -330,14 +331,16 @@ BUILTIN: tuple[Dimension, ...] = (
     StrategyDimension(
         "strategy",
         "",  # read from hpubench.strategy.spec when asked: it names the strategies packages install
-        v.parse_registered("strategy", (*v.STRATEGIES, v.BY_LAYOUT), v.strategy_choices),
-        v.BY_LAYOUT,
+        v.parse_registered(
+            "strategy", (*strategy_spec.STRATEGIES, strategy_spec.BY_LAYOUT), strategy_spec.choices
+        ),
+        strategy_spec.BY_LAYOUT,
         layout=True,  # scaling compares an fsdp cell with the 1-device cell too
-        meta=(v.BY_LAYOUT,),
+        meta=(strategy_spec.BY_LAYOUT,),
         names=v.strategy_names,
         resolve=v.resolve_strategy,
         matches=v.strategy_match,
-        rules=(v.strategy_misfits_layout, v.strategy_refuses_precision),
+        rules=(strategy_spec.strategy_misfits_layout, strategy_spec.strategy_refuses_precision),
         example="fsdp",
     ),
 )

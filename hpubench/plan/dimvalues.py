@@ -327,25 +327,17 @@ def graphs_with_several_ranks(cell: Any, _inventory: Inventory | None = None) ->
 # Declared in hpubench.strategy.spec (built-ins and installed packages): its names, layout default and
 # rules are read from there; what stays here is how the dimension expands and matches.
 
-STRATEGIES: tuple[str, ...] = strategy_spec.STRATEGIES  # the built-ins; strategy_spec.names() adds plugins
-BY_LAYOUT = strategy_spec.BY_LAYOUT
-layout_strategy = strategy_spec.layout_strategy
-strategy_of = strategy_spec.strategy_of
-shards_state = strategy_spec.shards_state
-strategy_misfits_layout = strategy_spec.strategy_misfits_layout
-strategy_refuses_precision = strategy_spec.strategy_refuses_precision
-strategy_choices = strategy_spec.choices  # every strategy, then "auto": what the parser takes
-strategy_help = strategy_spec.dimension_help  # --strategy's help, naming the installed strategies
-
 
 def resolve_strategy(v: str, cell: Mapping[str, Any], _ctx: Context) -> list[dict[str, Any]]:
     # The layout's own strategy is the default, whichever way it was named: one cell, its old key.
-    return [{"strategy": BY_LAYOUT if v == layout_strategy(cell["devices"] * cell["nodes"]) else v}]
+    default = strategy_spec.layout_strategy(cell["devices"] * cell["nodes"])
+    return [{"strategy": strategy_spec.BY_LAYOUT if v == default else v}]
 
 
 def strategy_match(cell: Any, v: Any) -> bool:
     """An exclude's strategy value matches the strategy the cell runs ("auto": the layout's default)."""
-    return strategy_of(cell) == (layout_strategy(cell.world_size) if v == BY_LAYOUT else v)
+    named = strategy_spec.layout_strategy(cell.world_size) if v == strategy_spec.BY_LAYOUT else v
+    return strategy_spec.strategy_of(cell) == named
 
 
 def strategy_names(_ctx: Context) -> Sequence[str]:
