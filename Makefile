@@ -51,12 +51,14 @@ QUICK_ARGS ?=
 test-quick: compiler
 	$(PY) -m pytest -q -m "not slow" $(QUICK_ARGS) $(QUICK_DIRS)
 
-# Figures, not tests: harness/bare throughput and per-cell cost, then run-to-run spread and the collapse
-# guard. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores),
+# Figures, not tests: harness/bare throughput and per-cell cost, run-to-run spread and the collapse guard,
+# agreement with a plain script under both host conditions, and the timing verdicts' rates on quiet runs. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores),
 # bench-heap the heap policies (HPUBENCH_MALLOC; ~4 min).
 bench: install
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/trust.py
+	$(PY) benchmarks/agreement.py
+	$(PY) benchmarks/verdict_rates.py
 
 bench-threads: install
 	$(PY) benchmarks/threads.py

@@ -29,6 +29,7 @@ from reports.celltable import cell_table
 from reports.frames import Headline, headlines, measured, scaling_frame
 from reports.sources import ResultSet, is_test_double
 from reports.tables import Column, HtmlTable, TableCell, TableRow, number, text
+from reports.tuning import tuning_view
 
 
 @cache
@@ -189,6 +190,8 @@ def _row_view(row: pd.Series | None) -> dict[str, Any] | None:
     d = row.to_dict()
     d["quality"] = None if fmt.missing(d["quality"]) else str(d["quality"])
     d["quality_reasons"] = "" if fmt.missing(d["quality_reasons"]) else str(d["quality_reasons"])
+    d["numerics"] = None if fmt.missing(d["numerics"]) else str(d["numerics"])
+    d["numerics_reasons"] = "" if fmt.missing(d["numerics_reasons"]) else str(d["numerics_reasons"])
     return d
 
 
@@ -201,6 +204,7 @@ def _headline_view(h: Headline) -> dict[str, Any]:
         "cheapest_runner_up": _row_view(h.cheapest_runner_up),
         "speed": h.speed,
         "cost": h.cost,
+        "passed_over": [_row_view(r) for r in h.passed_over],
     }
 
 
@@ -235,6 +239,7 @@ def report_html(
         energy=observed.energy_table(sets),
         energy_absent=observed.absent_telemetry(sets),
         loader=observed.loader_table(sets),
+        tuning=tuning_view(sets),
         price_perf=charts.price_performance_charts(df, colors),
         problems=[r for r in df.to_dict("records") if r["status"] != "ok"],
         tracebacks={
@@ -252,8 +257,9 @@ def report_html(
     )
 
 
-def compare_table(c: Comparison) -> HtmlTable:
-    cols = [
+def _compare_columns(c: Comparison) -> list[Column]:
+    """The matched-cells table's columns, their headers' tooltips saying how each figure was made."""
+    return [
         Column("workload", "Workload"),
         Column("match_key", "Cell (key without hardware)"),
         Column("base", "Base samples/s [CI]", numeric=True),
@@ -271,6 +277,12 @@ def compare_table(c: Comparison) -> HtmlTable:
             "'within-run only': one run a side, run-to-run drift not in the interval",
         ),
         Column("quality", "Quality base / cand.", "each side's worst quality verdict over its runs"),
+        Column(
+            "numerics",
+            "Numerics base / cand.",
+            "each side's worst numerics verdict over its runs (loss against the 32-true eager reference); "
+            "'-' = recorded before numerics were checked",
+        ),
         Column("mem_base", "Base peak MiB", numeric=True),
         Column("mem_candidate", "Cand. peak MiB", numeric=True),
         Column(
@@ -286,7 +298,10 @@ def compare_table(c: Comparison) -> HtmlTable:
             numeric=True,
         ),
     ]
-    table = HtmlTable("matched-table", cols)
+
+
+def compare_table(c: Comparison) -> HtmlTable:
+    table = HtmlTable("matched-table", _compare_columns(c))
     for x in c.cells:
         b, k = x.base_economics, x.candidate_economics
         mb = x.base.record.memory.peak_allocated_bytes if x.base.record.memory else None
@@ -309,6 +324,11 @@ def compare_table(c: Comparison) -> HtmlTable:
                 f"{x.base.quality or '-'} / {x.candidate.quality or '-'}",
                 sort=f"{x.base.quality}/{x.candidate.quality}",
                 title="; ".join((*x.base.quality_reasons, *x.candidate.quality_reasons)),
+            ),
+            TableCell(
+                f"{x.base.numerics or '-'} / {x.candidate.numerics or '-'}",
+                sort=f"{x.base.numerics}/{x.candidate.numerics}",
+                title="; ".join((*x.base.numerics_reasons, *x.candidate.numerics_reasons)),
             ),
             number(mb, text=fmt.mib(mb)),
             number(mc, text=fmt.mib(mc)),

@@ -16,7 +16,7 @@ import pandas as pd
 from hpubench.analysis.frame import to_dataframe
 from hpubench.analysis.prices import Tables
 from hpubench.analysis.quality import assess_repeats
-from hpubench.analysis.ranking import Contender, Decision, decide
+from hpubench.analysis.ranking import Contender, Decision, rank
 from hpubench.analysis.scaling import scaling_efficiencies
 from reports.sources import ResultSet, is_test_double
 
@@ -102,6 +102,9 @@ def _row(
     }
     row.update(dict.fromkeys(DERIVED_COLUMNS))
     row.update(scaling.get(runs.cell.key, dict.fromkeys(SCALING_COLUMNS)))
+    if len(runs.records) > 1:  # one row for all repetitions: the worst numerics of any, every reason
+        row["numerics"] = runs.numerics
+        row["numerics_reasons"] = "; ".join(runs.numerics_reasons) or None
     if econ is not None:
         row.update(_economics_columns(runs, econ))
     return row
@@ -184,58 +187,60 @@ def measured(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df["status"] == "ok") & df["samples_per_s"].notna()]
 
 
-def _contender(row: pd.Series, col: str) -> Contender:
-    q = row["quality"]
+def _contender(row: pd.Series, col: str, varying: Sequence[str] = ()) -> Contender:
+    q, n = row["quality"], row["numerics"]
     return Contender(
         float(row[col]),
         float(row[f"{col}_lo"]),
         float(row[f"{col}_hi"]),
         None if pd.isna(q) else str(q),
         int(row["repeats"]),
+        numerics=None if pd.isna(n) else str(n),
+        name=f"{row['hardware']} · {config_label(row, varying)}",
     )
 
 
 @dataclass(frozen=True)
 class Headline:
     """The best configuration of one workload, by throughput and by price/performance, and whether the
-    data may call it the best (:func:`hpubench.analysis.ranking.decide`: intervals apart and both verdicts
-    ok)."""
+    data may call it the best (:func:`hpubench.analysis.ranking.rank`: numerics ok, intervals apart and
+    both verdicts ok). ``fastest`` / ``cheapest`` are the rows shown: the best with ok numerics, else the
+    best figure; ``passed_over``: faster rows left out for their numerics."""
 
     workload: str
     fastest: pd.Series
     runner_up: pd.Series | None
-    cheapest: pd.Series | None  # lowest $ per million samples; None where nothing is priced
+    speed: Decision
+    cheapest: pd.Series | None = None  # lowest $ per million samples; None where nothing is priced
     cheapest_runner_up: pd.Series | None = None
+    cost: Decision | None = None
+    passed_over: tuple[pd.Series, ...] = ()
 
-    @property
-    def speed(self) -> Decision:
-        runner = None if self.runner_up is None else _contender(self.runner_up, "samples_per_s")
-        return decide(_contender(self.fastest, "samples_per_s"), runner)
 
-    @property
-    def cost(self) -> Decision | None:
-        if self.cheapest is None:
-            return None
-        col = "usd_per_million_samples"
-        runner = None if self.cheapest_runner_up is None else _contender(self.cheapest_runner_up, col)
-        return decide(_contender(self.cheapest, col), runner, higher_is_better=False)
+def _ranked(
+    rows: pd.DataFrame, col: str, higher: bool, words: tuple[str, str], varying: Sequence[str]
+) -> tuple[pd.Series, pd.Series | None, Decision, tuple[pd.Series, ...]]:
+    """The row shown, its runner-up, the decision and the rows passed over, by one rule (``rank``)."""
+    r = rank([_contender(rows.iloc[i], col, varying) for i in range(len(rows))], higher, words)
+    runner = None if r.runner_up is None else rows.iloc[r.runner_up]
+    return rows.iloc[r.best], runner, r.decision, tuple(rows.iloc[i] for i in r.passed_over)
 
 
 def headlines(df: pd.DataFrame) -> list[Headline]:
     out = []
     ok = measured(df)
+    varying = varying_columns(ok) if len(ok) else []
     for workload, g in ok.groupby("workload", sort=True):
         by_speed = g.sort_values("samples_per_s", ascending=False)
-        priced = g[g["usd_per_million_samples"].notna()].sort_values("usd_per_million_samples")
-        out.append(
-            Headline(
-                workload=str(workload),
-                fastest=by_speed.iloc[0],
-                runner_up=by_speed.iloc[1] if len(by_speed) > 1 else None,
-                cheapest=priced.iloc[0] if len(priced) else None,
-                cheapest_runner_up=priced.iloc[1] if len(priced) > 1 else None,
-            )
+        fastest, runner, speed, passed = _ranked(
+            by_speed, "samples_per_s", True, ("fastest", "faster"), varying
         )
+        priced = g[g["usd_per_million_samples"].notna()].sort_values("usd_per_million_samples")
+        cost: tuple[Any, ...] = (None, None, None)
+        if len(priced):
+            col = "usd_per_million_samples"
+            cost = _ranked(priced, col, False, ("cheapest", "cheaper"), varying)[:3]
+        out.append(Headline(str(workload), fastest, runner, speed, *cost, passed_over=passed))
     return out
 
 

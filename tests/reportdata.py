@@ -74,6 +74,8 @@ def fake_result(
     reason: str | None = None,
     noise: float = 0.02,  # relative spread of the step times
     facts: dict | None = None,  # runtime facts the quality verdict reads (interference, compiles, ...)
+    numerics: str | None = "ok",  # a measured cell's numerics verdict, as today's worker records one
+    numerics_reasons: tuple[str, ...] = (),
 ) -> CellResult:
     """A record as a worker on that hardware would write it; figures derived by the real metrics code,
     the quality verdict by the real quality code."""
@@ -143,6 +145,8 @@ def fake_result(
             step_times_s=steps,
             warmup_times_s=warmup,
             memory_timeline=samples_tl,
+            numerics=numerics,
+            numerics_reasons=numerics_reasons,
         )
     )
 

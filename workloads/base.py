@@ -38,6 +38,10 @@ class Workload(ABC):
     # Why this workload cannot run on this installation (a missing optional package), or None: its cells
     # are then skipped with this reason, before anything runs, instead of failing one by one.
     unavailable: ClassVar[str | None] = None
+    # Whether ``make_batch`` draws only from the generator it is given, so the seed alone fixes the data:
+    # the numerics check (hpubench.analysis.numerics) retrains a 32-true reference on the same batches. A
+    # workload that reads a dataset or draws from the global RNG sets False: its numerics are "unchecked".
+    data_from_seed: ClassVar[bool] = True
     options: Mapping[str, str] = MappingProxyType({})
 
     def int_option(self, name: str, default: int) -> int:

@@ -16,6 +16,7 @@ from hpubench.measure.memory import MemoryStats
 from hpubench.measure.telemetry.base import TelemetrySource
 from hpubench.measure.telemetry.rapl import RAPLSource
 from hpubench.plan.cell import Cell
+from hpubench.plan.dimensions import PLAIN
 
 if TYPE_CHECKING:
     import torch
@@ -65,6 +66,8 @@ class CPUAccelerator(Accelerator):
 
         A user's own OMP_WAIT_POLICY stays; a bad policy name is left for the worker to report.
         """
+        if cell.value("condition") == PLAIN:  # a plain script's process: OpenMP's own wait policy
+            return {}
         try:
             policy = thread_policy(os.environ)
         except ValueError:

@@ -14,7 +14,9 @@ mean step time by default (what training delivers, what prices apply to), the ga
 interval where the runs can show it; with one run a side it cannot, and the verdict says so. Every ratio
 reads "candidate over base" where more is better (throughput, samples per dollar), so > 1 always means
 the candidate wins; memory is the plain ratio of peaks (> 1: candidate needs more). A side whose quality
-verdict is not ok is shown but never called faster or slower.
+verdict is not ok is shown but never called faster or slower, and a side whose numerics verdict is not ok
+(drift, diverged, unchecked, or not recorded) is never the one that wins: where it is the faster one the
+verdict reads "not a win: candidate numerics drift".
 Pure: no torch, no I/O.
 """
 
@@ -25,7 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from hpubench.analysis import quality
 from hpubench.analysis.economics import CellEconomics, economics
+from hpubench.analysis.numerics import OK as NUMERICS_OK
+from hpubench.analysis.numerics import worst as worst_numerics
 from hpubench.analysis.prices import Tables
 from hpubench.analysis.stats.estimator import Change, estimate_change, estimator_name, geomean_change
 from hpubench.analysis.stats.summary import DEFAULT_CONFIDENCE, Estimate, bootstrap_repeats_throughput
@@ -39,8 +44,15 @@ COMPARE_STATISTIC = "mean"
 
 # Quality verdicts (hpubench.analysis.quality, on every record) from best to worst. Runs that are interfered,
 # recompiled or partial measured something other than the cell: they are never compared.
-QUALITY_SEVERITY = {"ok": 0, "noisy": 1, "unstable": 2, "interfered": 3, "recompiled": 4, "partial": 5}
-UNCOMPARABLE_QUALITIES: tuple[str, ...] = ("interfered", "recompiled", "partial")
+QUALITY_SEVERITY = {q: i for i, q in enumerate(reversed(quality.PRECEDENCE))}
+UNCOMPARABLE_QUALITIES: tuple[str, ...] = quality.UNCOMPARABLE
+
+NOT_RECORDED = "not recorded"  # how a sentence names a None numerics verdict (before numerics); tables: "-"
+
+
+def numerics_word(verdict: str | None) -> str:
+    """A numerics verdict as a sentence says it."""
+    return verdict or NOT_RECORDED
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,17 @@ class CellRuns:
     def quality_reasons(self) -> tuple[str, ...]:
         """Every repetition's reasons, each once, in the order first seen."""
         return tuple(dict.fromkeys(q for r in self.measured for q in r.quality_reasons))
+
+    @property
+    def numerics(self) -> str | None:
+        """The worst numerics verdict of every repetition (a failed one too: a diverged loss fails the cell);
+        None where none has one (records written before numerics were checked)."""
+        return worst_numerics(r.numerics for r in self.records)
+
+    @property
+    def numerics_reasons(self) -> tuple[str, ...]:
+        """Every repetition's numerics reasons, each once, in the order first seen."""
+        return tuple(dict.fromkeys(q for r in self.records for q in r.numerics_reasons))
 
     @property
     def step_times(self) -> list[tuple[float, ...]]:
@@ -129,8 +152,9 @@ class CellComparison:
     @property
     def verdict(self) -> str:
         """faster / slower only where both sides are ok, the ratio's interval excludes 1 and the test is
-        significant at the same level; "no significant difference" is a result, too. With one run a side
-        the interval cannot hold run-to-run drift, and the verdict says so."""
+        significant at the same level, and the winning side's numerics are ok; "no significant difference"
+        is a result, too. With one run a side the interval cannot hold run-to-run drift, and the verdict
+        says so."""
         bad = {q for q in (self.base.quality, self.candidate.quality) if q and q != "ok"}
         if bad:
             return "not comparable: " + ", ".join(sorted(bad, key=lambda q: QUALITY_SEVERITY.get(q, 9)))
@@ -142,6 +166,10 @@ class CellComparison:
             word = "slower"
         else:
             return "no significant difference"
+        winner, side = (self.candidate, "candidate") if word == "faster" else (self.base, "base")
+        if winner.numerics != NUMERICS_OK:
+            # Never a win for a side whose loss was not shown to match the reference (issue 33).
+            return f"not a win: {side} numerics {numerics_word(winner.numerics)}"
         return word if ch.testable else f"{word} (within-run only)"
 
 
@@ -191,6 +219,13 @@ class Comparison:
     def estimator(self) -> str:
         """The estimator in one line, as every output of compare names it."""
         return estimator_name(self.statistic, self.test)
+
+    @property
+    def numerics_not_ok(self) -> tuple[CellComparison, ...]:
+        """Matched cells with a side whose numerics are not ok: their ratios are figures, never wins."""
+        return tuple(
+            x for x in self.cells if x.base.numerics != NUMERICS_OK or x.candidate.numerics != NUMERICS_OK
+        )
 
 
 def by_match_key(results: Sequence[CellResult], side: str) -> dict[str, CellRuns]:

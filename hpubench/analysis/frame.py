@@ -86,6 +86,13 @@ _OBSERVED_COLUMNS: tuple[tuple[str, tuple[str, str]], ...] = (
     ("loader_samples_per_s", ("loader", "samples_per_s")),
     ("profile_step_time_mean_s", ("profile", "step_time_mean_s")),
     ("profile_trace", ("profile", "trace_path")),
+    # Where the step's time goes (hpubench.measure.phases): shares of the measured mean step.
+    ("phase_forward_share", ("phases", "forward_share")),
+    ("phase_backward_share", ("phases", "backward_share")),
+    ("phase_optimizer_share", ("phases", "optimizer_share")),
+    ("phase_data_share", ("phases", "data_share")),
+    ("phase_residue", ("phases", "residue")),
+    ("phases", ("phases", "detail")),
 )
 
 COLUMNS: tuple[str, ...] = (
@@ -98,6 +105,8 @@ COLUMNS: tuple[str, ...] = (
     "reason",
     "quality",
     "quality_reasons",
+    "numerics",
+    "numerics_reasons",
     "started_at",
     "wall_s",
     *(c for c, _, _ in _METRIC_COLUMNS),
@@ -126,6 +135,8 @@ def _row(r: CellResult) -> dict[str, Any]:
     # Flat like every other column: reasons joined with "; " (None where there are none).
     row["quality"] = r.quality
     row["quality_reasons"] = "; ".join(r.quality_reasons) or None
+    row["numerics"] = r.numerics  # None: recorded before numerics were checked (shown "-", never ok)
+    row["numerics_reasons"] = "; ".join(r.numerics_reasons) or None
     row["started_at"] = r.started_at
     row["wall_s"] = r.wall_s
     m = r.metrics

@@ -3,10 +3,10 @@
 A throughput with a tight interval can still be wrong: on a loaded 2-core machine a cell whose OpenMP
 threads wait for a descheduled sibling runs 40-100x slower, every step equally slow, so its interval is
 tight. Step times alone cannot tell; the facts the run records beside them can. This module reads the
-step times and those facts (``runtime["interference"]``, ``runtime["compiles_measured"]``,
-``runtime["partial"]``, ``runtime["steps_stop"]``; each may be absent in records written before it
-existed) and returns one verdict with one line per problem found, naming the measured figure and the
-bound it crossed.
+step times and those facts (``runtime["run_queue_wait"]``, ``runtime["interference"]``,
+``runtime["compiles_measured"]``, ``runtime["partial"]``, ``runtime["steps_stop"]``; each may be absent
+in records written before it existed) and returns one verdict with one line per problem found, naming
+the measured figure and the bound it crossed.
 
 Verdicts, most severe first (:data:`PRECEDENCE`); where several problems are found all their reasons
 are kept and the verdict is the first of them in this order. The order puts a cause before its symptoms
@@ -16,11 +16,15 @@ and what a rerun does not fix before what it does:
   incomplete sample, and the figure is not what was asked for.
 - ``recompiled``: graphs were compiled during the measured steps, so compile time is averaged into the
   figure. It comes from the code or the configuration and reproduces on every rerun.
-- ``interfered``: other processes used a share of the cores the cell had; the usual *cause* of drift and
-  spread, and the only check that catches a uniformly collapsed cell.
+- ``interfered``: the cell's busy threads waited for a CPU, or other processes used a share of the cores
+  the cell had; the usual *cause* of drift and spread, and the only check that catches a uniformly
+  collapsed cell.
 - ``unstable``: the second half of the steps ran at a different speed from the first; the interval then
   describes a mixture, and more steps do not fix it.
 - ``noisy``: the interval is wider than the bound; more steps (``--steps auto``) usually fix it.
+- ``unmeasured``: nothing wrong was found, but the conditions could not be measured (no per-thread
+  run-queue counts and a window too short for /proc/stat's ticks), so ``ok`` would be a claim nobody
+  checked. The least severe problem: the figure may be right, and a longer window fixes it.
 - ``ok``: none of the above.
 """
 
@@ -33,6 +37,7 @@ from typing import Any
 
 from hpubench.analysis.stats import summary as stats
 from hpubench.analysis.trend import halves_test
+from hpubench.plan.autosteps import STOP_BOUND
 from hpubench.store.record import STATUS_OK, STATUS_SKIPPED, CellResult
 
 OK = "ok"
@@ -41,8 +46,11 @@ UNSTABLE = "unstable"
 INTERFERED = "interfered"
 RECOMPILED = "recompiled"
 PARTIAL = "partial"
+UNMEASURED = "unmeasured"
 # Most severe first: the verdict of several problems is the first of them here (see the module docstring).
-PRECEDENCE: tuple[str, ...] = (PARTIAL, RECOMPILED, INTERFERED, UNSTABLE, NOISY, OK)
+PRECEDENCE: tuple[str, ...] = (PARTIAL, RECOMPILED, INTERFERED, UNSTABLE, NOISY, UNMEASURED, OK)
+# What measured something other than the cell, so is never compared (hpubench.analysis.compare, the gate).
+UNCOMPARABLE: tuple[str, ...] = (INTERFERED, RECOMPILED, PARTIAL)
 VERDICTS = PRECEDENCE
 
 NOISY_HALFWIDTH = 0.05
@@ -79,6 +87,18 @@ processes may use. One busy neighbour on a 2-core machine shows ~50%, on an 8-co
 Background noise stays far below (hpubench's own CLI takes 0.3-0.7% of one core while a cell measures).
 On machines with more than 10 cores a single busy thread falls under the bound; the figure is recorded in
 every record for a stricter reading."""
+
+RUN_QUEUE_BOUND = 0.10
+"""Largest share of the time the cell's busy threads were runnable that they may spend waiting for a CPU
+(``runtime["run_queue_wait"]``, from schedstat). A thread beside two busy neighbours on two cores waits a
+third of the time or more; a thread with a core of its own waits for the odd kernel thread only. Unlike
+the /proc/stat share it does not fade on many-core machines: it is measured at the cell's own threads."""
+
+RESOLUTION_BOUND = 0.10
+"""Coarsest /proc/stat resolution (``interference_detail["resolution"]``) at which the share still counts
+as a measurement where no run-queue figure exists: a share is called interfered only when it clears
+INTERFERENCE_BOUND by its resolution, so beyond this even a neighbour taking twice the bound could pass
+unseen. With 10 ms ticks that is a window of 200 ms; a shorter one is ``unmeasured``."""
 
 
 @dataclass(frozen=True)
@@ -130,14 +150,19 @@ def _partial(fact: Any, n_steps: int, planned_steps: int | None) -> Finding | No
     return Finding(PARTIAL, f"stopped after {done}{of} steps: {why}")
 
 
-def _recompiled(count: Any, counter: Any) -> Finding | None:
+def _recompiled(count: Any, counter: Any, warmup_stop: Any = None) -> Finding | None:
+    """Compiles in the measured steps; where the warm-up gave up on them at its bound
+    (``runtime["warmup_stop"]``), the reason says so: a longer warm-up would not have helped."""
     n = _number(count)
     if n is None or n <= 0:
         return None
     k = int(n)
     what = f" (counted: {counter})" if isinstance(counter, str) and counter else ""
+    bound = ""
+    if isinstance(warmup_stop, str) and warmup_stop.startswith(f"{STOP_BOUND}:"):
+        bound = f"; warm-up stopped at its bound: {warmup_stop.split(': ', 1)[1]}"
     return Finding(
-        RECOMPILED, f"{k} graph compilation{'s' if k != 1 else ''} during the measured steps{what}"
+        RECOMPILED, f"{k} graph compilation{'s' if k != 1 else ''} during the measured steps{what}{bound}"
     )
 
 
@@ -152,6 +177,9 @@ def _interfered(share: Any, detail: Any) -> Finding | None:
     x = _number(share)
     res = _number(detail.get("resolution")) if isinstance(detail, Mapping) else None
     res = res or 0.0
+    crowded = _crowded(detail.get("runnable_at_edges")) if isinstance(detail, Mapping) else None
+    if x is not None and res > RESOLUTION_BOUND and crowded:
+        return Finding(INTERFERED, f"{crowded}; the window is too short for /proc/stat (±{res:.0%})")
     if x is None or x - res <= INTERFERENCE_BOUND:
         return None
     within = f", resolution ±{res:.0%}" if res >= 0.005 else ""
@@ -159,6 +187,74 @@ def _interfered(share: Any, detail: Any) -> Finding | None:
         INTERFERED,
         f"other processes used {x:.0%} of the window's core time (> {INTERFERENCE_BOUND:.0%} bound{within})",
     )
+
+
+def _crowded(edges: Any) -> str | None:
+    """Where the ticks cannot see the window, its two ends can: a host that had more runnable threads than
+    CPUs at both, other processes' among them, kept a neighbour queued beside the cell (a cell whose
+    threads happened to get a CPU each while the neighbours shared the rest waits for nothing, yet shares
+    the machine). The reason line, or None."""
+    if not isinstance(edges, Mapping):
+        return None
+    host, own, cpus = edges.get("host"), edges.get("own"), _number(edges.get("cpus_online"))
+    if not (isinstance(host, Sequence) and isinstance(own, Sequence) and len(host) == len(own) == 2 and cpus):
+        return None
+    pairs = [(_number(h), _number(o)) for h, o in zip(host, own, strict=True)]
+    if any(h is None or o is None or h <= cpus or h - o < 1 for h, o in pairs):
+        return None
+    return (
+        f"more runnable threads than the host's {cpus:.0f} CPUs at both ends of the measured window "
+        f"({host[0]} and {host[1]}, the cell's own {own[0]} and {own[1]})"
+    )
+
+
+def _waited(share: Any) -> Finding | None:
+    """Interfered when the cell's busy threads waited on a run queue for more than the bound. Counted in
+    nanoseconds at the cell's own threads, so a window of a few milliseconds is as good as a long one."""
+    x = _number(share)
+    if x is None or x <= RUN_QUEUE_BOUND:
+        return None
+    return Finding(
+        INTERFERED,
+        f"the cell's busy threads waited for a CPU {x:.0%} of the time they were runnable "
+        f"(> {RUN_QUEUE_BOUND:.0%} bound)",
+    )
+
+
+def _unmeasured(rt: Mapping[str, Any]) -> Finding | None:
+    """Unmeasured where a record that measures conditions has neither source: no run-queue figure, and
+    /proc/stat unreadable or too coarse over this window (:data:`RESOLUTION_BOUND`). Records from before
+    conditions were measured carry neither fact and are left as they were judged."""
+    if _number(rt.get("run_queue_wait")) is not None:
+        return None
+    rq = rt.get("run_queue_detail")
+    why = rq.get("reason") if isinstance(rq, Mapping) else None
+    why = f"; {why}" if isinstance(why, str) and why else "; no run-queue wait recorded"
+    error = rt.get("interference_error")
+    if isinstance(error, str) and error:
+        return Finding(
+            UNMEASURED, f"conditions not measurable in this window: /proc/stat unreadable ({error}){why}"
+        )
+    detail = rt.get("interference_detail")
+    res = _number(detail.get("resolution")) if isinstance(detail, Mapping) else None
+    if res is None or res <= RESOLUTION_BOUND:
+        return None
+    window = _number(detail.get("window_s")) if isinstance(detail, Mapping) else None
+    over = f"over {window * 1e3:.0f} ms " if window is not None else ""
+    return Finding(
+        UNMEASURED,
+        f"conditions not measurable in this window: /proc/stat ticks {over}resolve other processes' share "
+        f"only to ±{res:.0%} (> {RESOLUTION_BOUND:.0%} bound){why}",
+    )
+
+
+def _conditions(rt: Mapping[str, Any]) -> list[Finding | None]:
+    """What the conditions say: interfered by either source, else unmeasured where neither could see."""
+    found = [
+        _waited(rt.get("run_queue_wait")),
+        _interfered(rt.get("interference"), rt.get("interference_detail")),
+    ]
+    return found if any(found) else [_unmeasured(rt)]
 
 
 def _unstable(times: Sequence[float]) -> Finding | None:
@@ -210,8 +306,8 @@ def findings(
     rt = runtime or {}
     found = [
         _partial(rt.get("partial"), len(times), planned_steps),
-        _recompiled(rt.get("compiles_measured"), rt.get("compile_counter")),
-        _interfered(rt.get("interference"), rt.get("interference_detail")),
+        _recompiled(rt.get("compiles_measured"), rt.get("compile_counter"), rt.get("warmup_stop")),
+        *_conditions(rt),
         _unstable(times),
         _noisy(times, rel_halfwidth, rt.get("steps_stop")),
     ]

@@ -8,6 +8,9 @@ counters on every device, CUDA graph captures, the HPU bridge's graph compilatio
 Sources count at different layers, so one event can show in two of them (a dynamo recompile on HPU is
 also one or more bridge graph compilations). The window's count is therefore the largest of the sources'
 deltas, a lower bound on the distinct compilations; every source's delta is kept beside it.
+
+The same headline counters, read after every warm-up step (:class:`CompileProgress`), tell the warm-up
+whether the compiler is done (``hpubench.plan.autosteps.decide_warmup``).
 """
 
 from __future__ import annotations
@@ -31,22 +34,27 @@ class CompileCounter(ABC):
 class DynamoCounter(CompileCounter):
     """torch.compile's own counters (``torch._dynamo.utils.counters``), the same on every device.
 
-    ``frames_total`` counts frames handed to dynamo's converter: each first compile of a frame and each
-    recompile after a guard failure (a new shape, a new dtype); ``unique_graphs`` the FX graphs it
-    produced. The module is read from ``sys.modules`` rather than imported: importing torch._dynamo takes
-    seconds, and a process that never imported it compiled nothing (its counters would start at zero).
+    The headline is ``stats.unique_graphs``: the FX graphs dynamo compiled, one per first compile and one
+    per recompile after a guard failure (a new shape, a new dtype, a changed Python value).
+    ``frames.total`` is kept as detail only: it counts every frame handed to dynamo's frame callback
+    without a cached entry, also those it skips at once without tracing (no tensor in the frame), so any
+    Python function first called from a compiled region counts there. That is what made DDP compile cells
+    read ``recompiled``: DDP rebuilds its buckets in its second step and logs it, and the ``logging``
+    frames it calls were counted as compilations (docs/measurements.md, 2026-11-27).
+    The module is read from ``sys.modules`` rather than imported: importing torch._dynamo takes seconds,
+    and a process that never imported it compiled nothing (its counters would start at zero).
     """
 
-    name = "torch._dynamo frames compiled (counters frames.total; graphs: stats.unique_graphs)"
+    name = "torch._dynamo graphs compiled (counters stats.unique_graphs; frames seen: frames.total)"
 
     def snapshot(self) -> dict[str, int]:
         utils = sys.modules.get("torch._dynamo.utils")
         counters = getattr(utils, "counters", None)
         if counters is None:
-            return {"dynamo_frames": 0, "dynamo_graphs": 0}
+            return {"dynamo_graphs": 0, "dynamo_frames": 0}
         return {
-            "dynamo_frames": int(counters["frames"]["total"]),
             "dynamo_graphs": int(counters["stats"]["unique_graphs"]),
+            "dynamo_frames": int(counters["frames"]["total"]),
         }
 
 
@@ -150,3 +158,35 @@ class CompileWindow:
         names = [self.sources[i].name for i in read]
         counter = names[0] if len(names) == 1 else "largest of: " + " | ".join(names) if names else "none"
         return CompileWindowResult(compiles, counter, detail, tuple(self.errors))
+
+
+class CompileProgress:
+    """Compile events step by step during the warm-up: what tells it whether the compiler is done.
+
+    Each call returns the events since the previous one (the first call sets the baseline and returns 0),
+    counted as the window counts them: the largest delta among the sources' headline counters. A source
+    that fails to read is left out, as in :class:`CompileWindow`, which records its error.
+    """
+
+    def __init__(self, sources: Sequence[CompileCounter]) -> None:
+        self.sources = list(sources)
+        self._last: dict[str, int] | None = None
+
+    def _heads(self) -> dict[str, int]:
+        heads: dict[str, int] = {}
+        for src in self.sources:
+            try:
+                snap = src.snapshot()
+            except Exception:  # a counter must never fail a cell; the window records the error
+                continue
+            for name, value in list(snap.items())[:1]:  # a source's headline counter comes first
+                heads[name] = int(value)
+        return heads
+
+    def __call__(self) -> int:
+        now = self._heads()
+        before, self._last = self._last, now
+        if before is None:
+            return 0
+        deltas = [v - before[k] for k, v in now.items() if k in before]
+        return max([0, *deltas])

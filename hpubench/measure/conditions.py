@@ -1,9 +1,12 @@
 """The conditions a measurement ran under, the pure half: no torch, no I/O.
 
 A cell whose threads wait on a descheduled sibling is uniformly slow, so its interval stays tight and the
-figures alone cannot tell it from a good one. Two facts can: how the cell's threads were set up (the
-thread policy, here), and how much CPU time *other* processes took on the cell's CPUs while it measured
-(``interference``, from two samples the reader in :mod:`hpubench.measure.conditions_probe` takes).
+figures alone cannot tell it from a good one. Three facts can: how the cell's threads were set up (the
+thread policy, here), how long the cell's own busy threads waited on a run queue while it measured
+(``run_queue_wait``, from the kernel's per-thread schedstat, in nanoseconds: fine enough for a window of a
+few milliseconds), and how much CPU time *other* processes took on the cell's CPUs (``interference``, from
+/proc/stat, counted in ticks: coarse over a short window). Both come from two samples the reader in
+:mod:`hpubench.measure.conditions_probe` takes.
 """
 
 from __future__ import annotations
@@ -40,11 +43,16 @@ def busy_ticks_per_cpu(proc_stat: str) -> dict[int, int]:
 
 @dataclass(frozen=True)
 class HostSample:
-    """One reading: a monotonic time, busy ticks per CPU, and CPU seconds the cell's own tree used so far."""
+    """One reading: a monotonic time, busy ticks per CPU, and CPU seconds the cell's own tree used so far;
+    ``threads``: every thread of the tree's (ns on CPU, ns waiting on a run queue) by thread id, None where
+    schedstat could not be read."""
 
     wall_s: float
     busy_ticks: Mapping[int, int]
     own_cpu_s: float
+    threads: Mapping[int, tuple[int, int]] | None = None
+    runnable: int | None = None  # threads runnable on the host (/proc/stat procs_running), the reader's too
+    own_runnable: int | None = None  # of them, the cell's own (its threads in state R)
 
 
 @dataclass(frozen=True)
@@ -62,14 +70,30 @@ class Interference:
     own_core_s: float
     tick_s: float
     resolution: float = field(default=0.0)
+    # Runnable threads on the host and of them the cell's, at the window's start and end, and the CPUs online:
+    # where the ticks are too coarse, a host with more runnable threads than CPUs at both ends had a
+    # neighbour queued beside the cell all along (or nearly).
+    runnable: tuple[int, int] | None = None
+    own_runnable: tuple[int, int] | None = None
+    cpus_online: int = 0
 
     def detail(self) -> dict[str, Any]:
+        edges = {}
+        if self.runnable is not None and self.own_runnable is not None:
+            edges = {
+                "runnable_at_edges": {
+                    "host": list(self.runnable),
+                    "own": list(self.own_runnable),
+                    "cpus_online": self.cpus_online,
+                }
+            }
         return {
             "window_s": self.window_s,
             "cpus": list(self.cpus),
             "busy_core_s": self.busy_core_s,
             "own_core_s": self.own_core_s,
             "resolution": self.resolution,
+            **edges,
             "method": (
                 "/proc/stat busy ticks (user+nice+system+irq+softirq+steal) of the cell's CPUs minus the "
                 "CPU time of the cell's own process tree (several ranks: their agent and all its ranks on "
@@ -89,12 +113,112 @@ def interference(start: HostSample, end: HostSample, cpus: Sequence[int], tick_s
     busy = sum(end.busy_ticks[c] - start.busy_ticks[c] for c in chosen) * tick_s
     own = max(0.0, end.own_cpu_s - start.own_cpu_s)
     capacity = window * len(chosen)
+    edges: dict[str, Any] = {"cpus_online": len(end.busy_ticks)}
+    if None not in (start.runnable, end.runnable, start.own_runnable, end.own_runnable):
+        edges.update(
+            runnable=(start.runnable, end.runnable), own_runnable=(start.own_runnable, end.own_runnable)
+        )
     if capacity <= 0:
-        return Interference(0.0, window, chosen, busy, own, tick_s, resolution=1.0)
+        return Interference(0.0, window, chosen, busy, own, tick_s, resolution=1.0, **edges)
     fraction = min(1.0, max(0.0, (busy - own) / capacity))
     # Each CPU's busy delta is known to +-1 tick (start and end each round down).
     resolution = min(1.0, 2 * len(chosen) * tick_s / capacity)
-    return Interference(fraction, window, chosen, busy, own, tick_s, resolution)
+    return Interference(fraction, window, chosen, busy, own, tick_s, resolution, **edges)
+
+
+def procs_running(proc_stat: str) -> int | None:
+    """Threads runnable on the host when /proc/stat was read (its ``procs_running`` line, which counts the
+    reading thread too); None where the line is missing."""
+    for line in proc_stat.splitlines():
+        name, _, rest = line.partition(" ")
+        if name == "procs_running" and rest.strip().isdigit():
+            return int(rest)
+    return None
+
+
+def thread_state(task_stat: str) -> str | None:
+    """A thread's state letter (R running or runnable, S sleeping, ...) from its
+    ``/proc/<pid>/task/<tid>/stat`` line: the field after the name, which is in parentheses and may itself
+    hold spaces or parentheses."""
+    _, paren, rest = task_stat.rpartition(")")
+    fields = rest.split()
+    return fields[0] if paren and fields else None
+
+
+BUSY_THREAD_SHARE = 0.05
+"""Least share of the window a thread must have been running or runnable to count as one of the cell's busy
+threads. Sleeping threads (a passive OpenMP pool, the loader's idle workers, a timer) accrue neither
+counter; one that wakes for a moment can wait longer than it runs, so counting it would let a wake-up
+latency stand for the cell's contention."""
+
+
+def schedstat_times(text: str) -> tuple[int, int] | None:
+    """(ns on CPU, ns waiting on a run queue) from a ``/proc/<pid>/task/<tid>/schedstat`` line (its first
+    two fields; the third is the count of timeslices); None where the line is not that."""
+    fields = text.split()
+    if len(fields) < 2 or not all(f.isdigit() for f in fields[:2]):
+        return None
+    return int(fields[0]), int(fields[1])
+
+
+@dataclass(frozen=True)
+class RunQueueWait:
+    """How long the cell's busy threads waited for a CPU, as a share of the time they wanted one.
+
+    ``fraction`` = wait / (on-CPU + wait), summed over the busy threads (:data:`BUSY_THREAD_SHARE`) of the
+    window. A thread that has a CPU to itself waits almost never; beside two busy neighbours on two cores
+    it waits a third of the time or more, whatever the window's length, because the counters are in
+    nanoseconds. Threads that ended inside the window are not counted (their counters are gone).
+    """
+
+    fraction: float
+    window_s: float
+    busy_threads: int
+    threads: int
+    on_cpu_s: float
+    wait_s: float
+
+    def detail(self) -> dict[str, Any]:
+        return {
+            "window_s": self.window_s,
+            "busy_threads": self.busy_threads,
+            "threads": self.threads,
+            "on_cpu_s": self.on_cpu_s,
+            "wait_s": self.wait_s,
+            "method": (
+                "/proc/<pid>/task/*/schedstat of every thread of the cell's process tree (several ranks: "
+                "their agent and all its ranks on this host): run-queue wait / (on-CPU + wait) of the "
+                f"threads running or runnable for >= {BUSY_THREAD_SHARE:.0%} of the measured window"
+            ),
+        }
+
+
+def run_queue_wait(
+    start: Mapping[int, tuple[int, int]], end: Mapping[int, tuple[int, int]], window_s: float
+) -> RunQueueWait | None:
+    """The busy threads' wait share between two schedstat samples by thread id; None where the kernel keeps
+    no counts (every thread reads 0 ns on CPU at the end: a kernel without sched_info prints zeros).
+
+    A thread first seen at the end started inside the window: all its time is the window's. A thread id
+    whose counters went backwards was reused by a new thread: the same. With no busy thread (every thread
+    slept) nothing waited: the share is 0.
+    """
+    if not end or all(cpu == 0 for cpu, _ in end.values()):
+        return None
+    busy_cpu = busy_wait = 0
+    busy = 0
+    for tid, (cpu1, wait1) in end.items():
+        cpu0, wait0 = start.get(tid, (0, 0))
+        if cpu1 < cpu0 or wait1 < wait0:
+            cpu0 = wait0 = 0
+        cpu, wait = cpu1 - cpu0, wait1 - wait0
+        if window_s > 0 and (cpu + wait) / 1e9 >= BUSY_THREAD_SHARE * window_s:
+            busy += 1
+            busy_cpu += cpu
+            busy_wait += wait
+    total = busy_cpu + busy_wait
+    fraction = busy_wait / total if total > 0 else 0.0
+    return RunQueueWait(fraction, max(0.0, window_s), busy, len(end), busy_cpu / 1e9, busy_wait / 1e9)
 
 
 def policy_from_env(

@@ -1,7 +1,8 @@
 """The conditions a measurement ran under, read from the live process and host (the I/O half).
 
 Thin readers around :mod:`hpubench.measure.conditions`: the thread facts in force, the thread plan applied,
-and two samples of /proc/stat and of the cell's own process tree bracketing the measured steps.
+and two samples of /proc/stat and of the cell's own process tree (its CPU time, and every thread's
+schedstat counters) bracketing the measured steps.
 
 Which processes count as the cell's own: the tree under the cell's root process. A single-process cell's
 root is its own process (a forked or spawned child made for the cell); a multi-process cell's root is the
@@ -22,7 +23,18 @@ from typing import Any
 import psutil
 import torch
 
-from hpubench.measure.conditions import HostSample, Interference, ThreadPlan, busy_ticks_per_cpu, interference
+from hpubench.measure.conditions import (
+    HostSample,
+    Interference,
+    RunQueueWait,
+    ThreadPlan,
+    busy_ticks_per_cpu,
+    interference,
+    procs_running,
+    run_queue_wait,
+    schedstat_times,
+    thread_state,
+)
 
 PROC_STAT = "/proc/stat"
 
@@ -66,13 +78,18 @@ def apply_plan(plan: ThreadPlan) -> str:
     return plan.policy
 
 
-def tree_cpu_s(root_pid: int) -> float:
-    """CPU seconds (user + system, with reaped children) of ``root_pid`` and all its descendants."""
+def tree(root_pid: int) -> list[psutil.Process]:
+    """``root_pid`` and all its descendants (empty when it has ended)."""
     try:
         root = psutil.Process(root_pid)
-        procs = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0.0
+        return []
+
+
+def tree_cpu_s(root_pid: int, procs: list[psutil.Process] | None = None) -> float:
+    """CPU seconds (user + system, with reaped children) of ``root_pid`` and all its descendants."""
+    procs = tree(root_pid) if procs is None else procs
     total = 0.0
     for p in procs:
         try:
@@ -83,17 +100,53 @@ def tree_cpu_s(root_pid: int) -> float:
     return total
 
 
+def tree_threads(
+    procs: list[psutil.Process], proc_root: str = "/proc"
+) -> tuple[dict[int, tuple[int, int]] | None, int | None]:
+    """Every thread's (ns on CPU, ns waiting on a run queue) of these processes by thread id, and how many of
+    them are runnable now (state R); None for either where no file of its kind could be read (no /proc, a
+    kernel built without schedstat). A process or thread that ends while it is read is left out."""
+    times: dict[int, tuple[int, int]] = {}
+    running = 0
+    readable = [False, False]
+    for p in procs:
+        base = os.path.join(proc_root, str(p.pid), "task")
+        try:
+            tids = os.listdir(base)
+        except OSError:
+            continue
+        for tid in tids:
+            for i, name in enumerate(("schedstat", "stat")):
+                try:
+                    with open(os.path.join(base, tid, name)) as f:
+                        text = f.read()
+                except OSError:
+                    continue
+                readable[i] = True
+                if name == "stat":
+                    running += thread_state(text) == "R"
+                elif (t := schedstat_times(text)) is not None and tid.isdigit():
+                    times[int(tid)] = t
+    return (times if readable[0] else None), (running if readable[1] else None)
+
+
 def read_sample(root_pid: int) -> HostSample:
-    own = tree_cpu_s(root_pid)
+    procs = tree(root_pid)
+    own = tree_cpu_s(root_pid, procs)
+    threads, own_running = tree_threads(procs)
     with open(PROC_STAT) as f:
         text = f.read()
-    return HostSample(time.monotonic(), busy_ticks_per_cpu(text), own)
+    return HostSample(
+        time.monotonic(), busy_ticks_per_cpu(text), own, threads, procs_running(text), own_running
+    )
 
 
 class InterferenceMeter:
     """Samples at the start and end of the measured steps; ``record()`` gives the runtime fields.
 
-    Where /proc cannot be read (not Linux) it records nothing rather than a made-up zero.
+    Where /proc cannot be read (not Linux) it records nothing rather than a made-up zero; where the
+    threads' schedstat cannot, ``run_queue_detail`` says so (the verdict then knows the finer source is
+    missing).
     """
 
     def __init__(self, root_pid: int) -> None:
@@ -102,6 +155,7 @@ class InterferenceMeter:
         self.tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
         self._start: HostSample | None = None
         self.result: Interference | None = None
+        self.run_queue: RunQueueWait | None = None
         self.error: str | None = None
         self._faults: tuple[int, int] | None = None
         self.page_faults: dict[str, int] | None = None
@@ -125,6 +179,8 @@ class InterferenceMeter:
             self.error = f"{type(exc).__name__}: {exc}"
             return
         self.result = interference(self._start, end, self.cpus, self.tick_s)
+        if self._start.threads is not None and end.threads is not None:
+            self.run_queue = run_queue_wait(self._start.threads, end.threads, end.wall_s - self._start.wall_s)
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -132,7 +188,11 @@ class InterferenceMeter:
             out["page_faults_measured"] = self.page_faults
         if self.result is None:
             return {**out, "interference_error": self.error} if self.error else out
-        return {**out, "interference": self.result.fraction, "interference_detail": self.result.detail()}
+        out.update(interference=self.result.fraction, interference_detail=self.result.detail())
+        if self.run_queue is None:
+            why = "no per-thread schedstat on this host (no /proc/<pid>/task/*/schedstat, or all zeros)"
+            return {**out, "run_queue_detail": {"available": False, "reason": why}}
+        return {**out, "run_queue_wait": self.run_queue.fraction, "run_queue_detail": self.run_queue.detail()}
 
     def hooks(self, hooks: Mapping[str, Callable[..., None]]) -> dict[str, Callable[..., None]]:
         """``measure_steps`` hooks with this meter's samples innermost around the measured steps."""

@@ -1,16 +1,18 @@
 """Everything a run records *about* a cell beyond its figures: memory timeline, telemetry, loader split,
-profile. The worker drives it through a few fixed calls, so the measuring code stays the same for every
-option; the runtime facts it learns are returned, for the record to merge.
+profile, phase split. The worker drives it through a few fixed calls, so the measuring code stays the
+same for every option; the runtime facts it learns are returned, for the record to merge.
 
 Order matters and is fixed here: telemetry sources open before the warm-up (library start-up never lands
 in the measured window), memory samples and telemetry ride on the plain steps through ``measure_steps``'
 hooks (outside the timed brackets), and the loader and profile passes run only after the plain steps
 and the memory snapshot are taken, so neither can touch the throughput, its interval or the peak memory.
+The phase split runs last, on every cell, with the loader pass's waits as its data phase where one ran.
 """
 
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hpubench.measure.compilecount import CompileWindow
 from hpubench.measure.devicestats import MemoryTimeline
 from hpubench.measure.loader import LoaderSplit, run_loader_pass
+from hpubench.measure.phases import PhasePlan, PhaseSplit
+from hpubench.measure.phasetimer import split_phases
 from hpubench.measure.profile import ProfileResult, failed_profile, profile_steps, trace_relpath
 from hpubench.measure.telemetry import Monitor, TelemetryResult
 from hpubench.plan.runoptions import RunOptions
@@ -56,6 +60,7 @@ class Observation:
         self.loader: LoaderSplit | None = None
         self.profile: ProfileResult | None = None
         self.telemetry: TelemetryResult | None = None
+        self.phases: PhaseSplit | None = None  # a distributed cell's caller puts rank 0's here
 
     def measure_hooks(self) -> dict[str, Callable[..., None]]:
         """Keyword arguments for ``measure_steps``: the observers ride on its hooks, which run outside every
@@ -137,6 +142,15 @@ class Observation:
             except Exception as exc:
                 self.profile = failed_profile(opts.profile, exc)
 
+    def phase_pass(self, plan: PhasePlan, batches: Sequence[Batch], measured_s: Sequence[float]) -> None:
+        """The phase split (``hpubench.measure.phases``) on the measured step's own batches, after the other
+        passes, checked against ``measured_s`` (this process's measured step times); the loader pass's
+        per-step waits, where it ran, are its data phase."""
+        source = itertools.cycle(batches)
+        data = self.loader.data_wait_s if self.loader is not None else None
+        mean, p50 = sum(measured_s) / len(measured_s), statistics.median(measured_s)
+        self.phases = split_phases(plan, lambda: next(source), self.acc.synchronize, mean, data, p50)
+
     def record_fields(self) -> dict[str, Any]:
         """The CellResult fields this observation fills (defaults where nothing was asked for)."""
         return {
@@ -144,6 +158,7 @@ class Observation:
             "telemetry": self.telemetry,
             "loader": self.loader,
             "profile": self.profile,
+            "phases": self.phases,
         }
 
     def close(self) -> None:

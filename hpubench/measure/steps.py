@@ -36,6 +36,7 @@ class StepTimes:
     loss_first: float
     loss_last: float
     stop_reason: str = ""  # why the measured steps ended (runtime["steps_stop"])
+    warmup_compiles: tuple[int, ...] = ()  # compile events of each warm-up step (where counted)
 
 
 class NonFiniteLoss(RuntimeError):
@@ -53,8 +54,9 @@ def measure_steps(
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
     on_step_time: Callable[[str, int, float, float], None] | None = None,
-    more_warmup: Callable[[Sequence[float]], int] | None = None,
+    more_warmup: Callable[[Sequence[float], Sequence[int]], int] | None = None,
     clock: StepClock | None = None,
+    compiles: Callable[[], int] | None = None,
 ) -> StepTimes:
     """Warm-up then measured steps. The hooks run outside every timed bracket.
 
@@ -64,16 +66,24 @@ def measure_steps(
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
     device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
-    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``more_warmup(warmup_times)``, asked
-    after the planned warm-up steps and again after each batch it adds, returns how many more to run
-    (0 ends the warm-up; a minimum warm-up time: :func:`hpubench.plan.autosteps.warmup_extension`); every
-    rank of a distributed cell must get the same.
+    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``compiles()`` returns the compile
+    events since its previous call (``hpubench.measure.compilecount.CompileProgress``), read before the
+    warm-up and after each warm-up step, outside its timed bracket. ``more_warmup(warmup_times,
+    compiles_per_step)``, asked after the planned warm-up steps and again after each batch it adds, returns
+    how many more to run (0 ends the warm-up; until the compiler is done and a minimum time has passed:
+    :class:`hpubench.plan.autosteps.WarmupRule`); every rank of a distributed cell must get the same.
 
     ``clock`` times the measured steps (default: ``HostClock(synchronize)``; a clock that reads late: the
     module docstring).
     """
-    warmup, loss_first = _warm_up(
-        step, batches, synchronize, warmup_steps, on_step, on_step_time, more_warmup, on_warmup_done
+    warmup, compiled, loss_first = _warm_up(
+        step,
+        batches,
+        synchronize,
+        warmup_steps,
+        (on_step, on_step_time, on_warmup_done),
+        more_warmup,
+        compiles,
     )
     stop, count, clock = _measured_setup(steps, clock, synchronize)
     measured: list[float] = []
@@ -111,7 +121,7 @@ def measure_steps(
     if on_measured_end is not None:
         on_measured_end()
     _check_finite(loss_first, losses)
-    return StepTimes(tuple(warmup), tuple(measured), loss_first, losses[-1], reason)
+    return StepTimes(tuple(warmup), tuple(measured), loss_first, losses[-1], reason, tuple(compiled))
 
 
 def _warm_up(
@@ -119,15 +129,23 @@ def _warm_up(
     batches: Sequence[tuple[torch.Tensor, ...]],
     synchronize: Callable[[], None],
     warmup_steps: int,
-    on_step: Callable[[str, int], None] | None,
-    on_step_time: Callable[[str, int, float, float], None] | None,
-    more_warmup: Callable[[Sequence[float]], int] | None,
-    on_warmup_done: Callable[[], None] | None,
-) -> tuple[list[float], float]:
-    """(warm-up step times, first loss). Each warm-up step is bracketed by syncs, so its time is its own
-    (the first one includes compilation); ``more_warmup`` may extend the phase, as ``measure_steps`` says.
+    hooks: tuple[
+        Callable[[str, int], None] | None,
+        Callable[[str, int, float, float], None] | None,
+        Callable[[], None] | None,
+    ],
+    more_warmup: Callable[[Sequence[float], Sequence[int]], int] | None,
+    compiles: Callable[[], int] | None,
+) -> tuple[list[float], list[int], float]:
+    """(warm-up step times, compile events per warm-up step, first loss). Each warm-up step is bracketed
+    by syncs, so its time is its own (the first one includes compilation); ``hooks`` are ``on_step``,
+    ``on_step_time`` and ``on_warmup_done``; ``more_warmup`` may extend the phase, as ``measure_steps`` says.
     """
+    on_step, on_step_time, on_warmup_done = hooks
     warmup: list[float] = []
+    compiled: list[int] = []
+    if compiles is not None:
+        compiles()  # the baseline: what compiled before the warm-up is not the first step's
     synchronize()
     planned = warmup_steps
     i = 0
@@ -138,6 +156,7 @@ def _warm_up(
         warmup.append(time.perf_counter() - t0)
         value = loss.item()
         del loss  # no tensor of this step may live into the next one (module docstring)
+        compiled.append(compiles() if compiles is not None else 0)
         if i == 0:
             loss_first = value
         if on_step is not None:
@@ -146,10 +165,10 @@ def _warm_up(
             on_step_time("warmup", i, warmup[-1], value)
         i += 1
         if i == planned and i >= warmup_steps and more_warmup is not None:
-            planned += more_warmup(warmup)  # asked again after the added steps, until it says 0
+            planned += more_warmup(warmup, compiled)  # asked again after the added steps, until it says 0
     if on_warmup_done is not None:
         on_warmup_done()
-    return warmup, loss_first
+    return warmup, compiled, loss_first
 
 
 def _measured_setup(

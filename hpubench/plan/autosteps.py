@@ -9,8 +9,9 @@ estimate is stable), with the stability criterion made explicit as a relative in
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MAX_AUTO_STEPS = 10_000  # bounds the record (step times are kept) when steps are far faster than the noise
 
@@ -86,6 +87,158 @@ def warmup_extension(warmup_s: Sequence[float], min_time_s: float) -> int:
     rest = sorted(warmup_s[1:]) or [warmup_s[0]]
     per_step = rest[len(rest) // 2]  # the median step after the first: one slow step must not price all
     return min(MAX_WARMUP_EXTENSION, math.ceil((min_time_s - done) / max(per_step, 1e-9)))
+
+
+# ---- when the warm-up ends: the compiler done --------------------------------------------------------
+
+# Most warm-up steps added while compiles still rise. A warm-up that is only compiling settles in a few
+# steps: dynamo stops recompiling a frame at its recompile limit and automatic dynamic shapes stop a
+# shape from recompiling after its second, so counts still rising this many steps later come from a step
+# that recompiles every time, which a longer warm-up would not change (docs/measurements.md).
+COMPILE_WARMUP_MAX_STEPS = 50
+# Most seconds of warm-up added while compiles still rise: room for a few recompiles of a model whose
+# compile takes tens of seconds, while a cell that recompiles every step stops warming up long before
+# it would eat its timeout or the run's budget.
+COMPILE_WARMUP_MAX_S = 120.0
+# Why a warm-up ended (the start of runtime["warmup_stop"]; the quality verdict reads STOP_BOUND).
+STOP_PLANNED = "planned"
+STOP_SETTLED = "compiles settled"
+STOP_MIN_TIME = "min-time"
+STOP_BOUND = "bound"
+
+
+@dataclass(frozen=True)
+class WarmupAsk:
+    """What one rank reports each time the warm-up asks whether to go on; the ranks of a distributed cell
+    agree on the largest of each (:func:`merge_asks`), so all run the same steps."""
+
+    compiled_last: int  # compile events during the last warm-up step
+    extra_s: float  # seconds of warm-up run beyond the planned steps
+    time_more: int  # steps the minimum warm-up time still wants (--steps auto; else 0)
+
+
+@dataclass(frozen=True)
+class WarmupDecision:
+    more: int  # warm-up steps to add; 0 ends the warm-up
+    stop: str  # why it ended (a STOP_* name); "" while it goes on
+
+
+def merge_asks(asks: Sequence[WarmupAsk]) -> WarmupAsk:
+    """Every rank's report as one: a compile on any rank keeps every rank warming up, since a rank still
+    warming up would meet the others' all-reduce."""
+    return WarmupAsk(
+        max(a.compiled_last for a in asks), max(a.extra_s for a in asks), max(a.time_more for a in asks)
+    )
+
+
+def decide_warmup(
+    ask: WarmupAsk,
+    extra_steps: int,
+    rose_before: bool = False,
+    max_steps: int = COMPILE_WARMUP_MAX_STEPS,
+    max_s: float = COMPILE_WARMUP_MAX_S,
+) -> WarmupDecision:
+    """Whether the warm-up goes on: while its last step compiled something, one step more (or what the
+    minimum time still wants), until ``max_steps`` steps or ``max_s`` seconds were added; then it stops
+    with STOP_BOUND and the cell measures anyway (its verdict says ``recompiled``, with this reason).
+
+    ``extra_steps``: warm-up steps run beyond the planned ones; ``rose_before``: compiles rose at an
+    earlier ask, so the extension was the compiler's (the stop reason says which).
+    """
+    rising = ask.compiled_last > 0
+    if rising and (extra_steps >= max_steps or ask.extra_s >= max_s):
+        return WarmupDecision(0, STOP_BOUND)
+    if rising:
+        return WarmupDecision(max(1, ask.time_more), "")
+    if ask.time_more > 0:
+        return WarmupDecision(ask.time_more, "")
+    if extra_steps == 0:
+        return WarmupDecision(0, STOP_PLANNED)
+    return WarmupDecision(0, STOP_SETTLED if rose_before else STOP_MIN_TIME)
+
+
+def compiled_warmup(warmup_steps: int, compiles: bool) -> int:
+    """Warm-up steps a cell is expected to run, for the estimate and the budget: a cell whose first step
+    compiles (``compiles``: not eager, or graph capture) warms up until a step compiles nothing, so its
+    warm-up is at least the compiling step and one quiet one."""
+    return max(warmup_steps, 2) if compiles else warmup_steps
+
+
+class WarmupRule:
+    """``measure_steps``' ``more_warmup``: asked after the planned warm-up and again after each batch it
+    adds, with the step times and the compile events of each step so far (:func:`decide_warmup`).
+
+    ``min_time_s``: under ``--steps auto`` the warm-up also lasts this long after its first step
+    (:func:`warmup_extension`); ``agree``: in a distributed cell, every rank's ask gathered and merged
+    (:func:`merge_asks`), so every rank takes the same decision.
+    """
+
+    def __init__(
+        self, planned: int, min_time_s: float = 0.0, agree: Callable[[WarmupAsk], WarmupAsk] | None = None
+    ) -> None:
+        self.planned = planned
+        self.min_time_s = min_time_s
+        self.agree = agree
+        self.rose = False  # compiles rose at some ask: the compiler extended the warm-up
+        self.timed = False  # the minimum time did
+        self.last: WarmupAsk | None = None
+        self.decision: WarmupDecision | None = None
+
+    def __call__(self, warmup_s: Sequence[float], compiled: Sequence[int]) -> int:
+        extra = max(0, len(warmup_s) - self.planned)
+        time_more = warmup_extension(warmup_s, self.min_time_s) if self.min_time_s > 0 else 0
+        ask = WarmupAsk(int(compiled[-1]) if compiled else 0, float(sum(warmup_s[self.planned :])), time_more)
+        if self.agree is not None:
+            ask = self.agree(ask)
+        self.last, self.decision = ask, decide_warmup(ask, extra, self.rose)
+        self.rose = self.rose or ask.compiled_last > 0
+        self.timed = self.timed or ask.time_more > 0
+        return self.decision.more
+
+    def facts(self, warmup_s: Sequence[float], compiled: Sequence[int]) -> tuple[tuple[str, Any], ...]:
+        """Runtime facts: how long the warm-up ran and why it stopped (``warmup_stop``, ``warmup_extended``
+        where it ran past its planned steps, ``warmup_compiles``); none where it was never asked."""
+        if self.decision is None or self.last is None:
+            return ()
+        n, extra = len(warmup_s), max(0, len(warmup_s) - self.planned)
+        stop = self.decision.stop or STOP_PLANNED
+        timed = f"{n} steps, to last {self.min_time_s:g} s after the first"
+        why = {
+            STOP_PLANNED: f"after the {n} planned steps: the last compiled nothing",
+            STOP_SETTLED: f"{n} steps ({self.planned} planned + {extra} more) until one compiled nothing",
+            STOP_MIN_TIME: f"{timed}; the last compiled nothing",
+            STOP_BOUND: (
+                f"compiles still rose after {extra} more steps, {self.last.extra_s:.3g} s (at most "
+                f"{COMPILE_WARMUP_MAX_STEPS} steps or {COMPILE_WARMUP_MAX_S:g} s are added)"
+            ),
+        }[stop]
+        compiling = [i for i, c in enumerate(compiled) if c > 0]
+        facts: tuple[tuple[str, Any], ...] = (
+            ("warmup_stop", f"{stop}: {why}"),
+            (
+                "warmup_compiles",
+                {
+                    "steps": n,
+                    "planned": self.planned,
+                    "seconds": float(sum(warmup_s)),
+                    "compiles": int(sum(compiled)),
+                    "last_compiling_step": compiling[-1] if compiling else None,
+                    "compiled_last": self.last.compiled_last,
+                },
+            ),
+        )
+        if extra:
+            why_more = [
+                text
+                for text, on in (
+                    ("while compiles rose", self.rose),
+                    (f"to reach {self.min_time_s:g} s after the first (--steps auto)", self.timed),
+                )
+                if on
+            ]
+            text = f"{self.planned} warm-up steps + {extra} more {' and '.join(why_more)}".rstrip()
+            facts += (("warmup_extended", text),)
+        return facts
 
 
 def _knob_problem(name: str, v: object) -> str | None:

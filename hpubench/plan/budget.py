@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpubench.plan.cost import format_duration
+from hpubench.plan.cost import PHASE_EXTRA_STEPS, format_duration
 
 MIN_WARMUP = 1
 MIN_STEPS = 2
@@ -38,15 +38,20 @@ class BudgetItem:
     fixed_s: float | None  # None: no time estimate
     first_step_s: float | None
     step_s: float | None
+    # Warm-up steps the cell runs whatever it is given: 2 where its first step compiles, since the warm-up
+    # goes on until a step compiles nothing (hpubench.plan.cost.warmup_steps_expected).
+    warmup_floor: int = MIN_WARMUP
 
     @property
     def known(self) -> bool:
         return self.fixed_s is not None and self.first_step_s is not None and self.step_s is not None
 
     def cost(self, warmup_steps: int, steps: int) -> float:
-        """Estimated wall time with these step counts (the first warm-up step costs ``first_step_s``)."""
+        """Estimated wall time with these step counts (the first warm-up step costs ``first_step_s``), and
+        the phase split's steps after the measured ones."""
         assert self.fixed_s is not None and self.first_step_s is not None and self.step_s is not None
-        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps) * self.step_s
+        warmup_steps = max(warmup_steps, self.warmup_floor)
+        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps + PHASE_EXTRA_STEPS) * self.step_s
 
 
 @dataclass(frozen=True)

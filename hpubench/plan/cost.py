@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps, warmup_extension
+from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps, compiled_warmup, warmup_extension
 from hpubench.plan.cell import Cell
 from hpubench.precision import spec as precisions
 
@@ -62,6 +62,7 @@ COMPILE_S_PER_OP = 0.05  # torch.compile's first step: seconds per operator of t
 FIXED_S = 1.0  # per cell: fork or spawn, model build, batches, FLOP count
 FIXED_S_PER_MPARAM = 0.02  # model build and initialisation per million parameters
 MULTI_PROCESS_FIXED_S = 8.0  # a multi-process cell starts fresh interpreters (the elastic agent)
+FRESH_PROCESS_S = 3.0  # a plain-condition cell's own interpreter: import torch and hpubench, no zygote
 # A worker forked with torch loaded: its peak RSS on a model of almost nothing (mlp tiny) was 249-255 MiB
 # here. On an accelerator this stands for the context and workspaces the allocator does not report.
 BASELINE_BYTES = 256 * 1024**2
@@ -69,6 +70,10 @@ COMPILE_BYTES = 64 * 1024**2  # torch.compile's generated code and caches (mlp t
 DIST_BYTES = 64 * 1024**2  # a rank's process group and DDP state (mlp tiny on 2 CPU ranks: +61 MiB)
 MIXED_ACTIVATION = 0.6  # autocast saves matmul inputs in 16 bits, norms and losses in 32
 N_BATCHES = 4  # hpubench.run.worker keeps this many distinct batches on the device
+# The phase split (hpubench.measure.phases) runs after the measured steps: one untimed step, then the
+# sampled ones. Every measured cell runs them, so its estimate counts them.
+PHASE_SAMPLED_STEPS = 5
+PHASE_EXTRA_STEPS = PHASE_SAMPLED_STEPS + 1
 
 OPTIMIZER_STATES: dict[str, int] = {"adamw": 2, "adam": 2, "sgd": 1}
 
@@ -130,6 +135,9 @@ class Estimate:
     memory_bytes: int | None  # per device
     time_source: str
     memory_source: str
+    # The numerics reference this cell computes after its steps (hpubench.run.cellrun.reference): K eager
+    # 32-true steps of a fresh model, paid by one cell per reference in a run (:func:`reference_s`), 0 else.
+    reference_s: float = 0.0
 
     def steps_for(self, cell: Cell) -> int:
         """Measured steps the cell runs: its fixed count, or under ``--steps auto`` the most it can take
@@ -144,19 +152,30 @@ class Estimate:
         return max(auto.min_steps, min(MAX_AUTO_STEPS, by_time))
 
     def cell_time_s(self, cell: Cell) -> float | None:
-        """Wall time of ``cell`` at its own step counts (:meth:`steps_for`), with the warm-up an auto cell
-        adds to reach its minimum time (:func:`hpubench.plan.autosteps.warmup_extension`)."""
-        warmup = cell.warmup_steps
+        """Wall time of ``cell`` at its own step counts (:meth:`steps_for`), with the warm-up a compiling
+        cell runs until a step compiles nothing (:func:`warmup_steps_expected`) and an auto cell adds to
+        reach its minimum time (:func:`hpubench.plan.autosteps.warmup_extension`)."""
+        warmup = warmup_steps_expected(cell, cell.warmup_steps)
         if cell.steps is None and self.step_s and warmup >= 1:
             auto = cell.auto_steps or AutoSteps()
             warmup += warmup_extension([self.step_s] * warmup, auto.min_time_s)
-        return self.cell_s(warmup, self.steps_for(cell))
+        total = self.cell_s(warmup, self.steps_for(cell))
+        return None if total is None else total + self.reference_s
 
     def cell_s(self, warmup_steps: int, steps: int) -> float | None:
-        """Wall time of the cell with these step counts: fixed + first step + the rest."""
+        """Wall time of the cell with these step counts: fixed + first step + the rest, and the phase
+        split's steps after the measured ones."""
         if self.step_s is None or self.first_step_s is None:
             return None
-        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps) * self.step_s
+        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps + PHASE_EXTRA_STEPS) * self.step_s
+
+
+def warmup_steps_expected(cell: Cell, warmup_steps: int) -> int:
+    """Warm-up steps ``cell`` is expected to run when given ``warmup_steps``: a cell whose first step
+    compiles (any mode but eager, or graph capture) runs until a step compiles nothing
+    (:func:`hpubench.plan.autosteps.compiled_warmup`); a cell that never settles runs up to the bound more,
+    which no estimate assumes."""
+    return compiled_warmup(warmup_steps, cell.mode != "eager" or cell.graphs)
 
 
 def rate_dtype(precision: str) -> str:
@@ -229,10 +248,12 @@ def step_time_s(
     return None, "no rate: not calibrated and no published peak"
 
 
-def fixed_s(facts: ModelFacts | None, world_size: int) -> float:
+def fixed_s(facts: ModelFacts | None, world_size: int, fresh_process: bool = False) -> float:
     """Per-cell cost outside the steps: process start, model build, batches, FLOP count."""
     s = FIXED_S + (facts.params / 1e6 * FIXED_S_PER_MPARAM if facts is not None else 0.0)
-    return s + (MULTI_PROCESS_FIXED_S if world_size > 1 else 0.0)
+    if world_size > 1:
+        return s + MULTI_PROCESS_FIXED_S
+    return s + (FRESH_PROCESS_S if fresh_process else 0.0)
 
 
 def first_step_s(step: float, mode: str, facts: ModelFacts | None) -> float:
@@ -253,8 +274,10 @@ def estimate_cell(
     measured: Measured | None = None,
     facts_source: str = "counted on meta",
     sharded: bool = False,
+    fresh_process: bool = False,
 ) -> Estimate:
-    """One cell's estimate: earlier results first, then FLOPs at the calibrated or published rate."""
+    """One cell's estimate: earlier results first, then FLOPs at the calibrated or published rate.
+    ``fresh_process``: the cell starts its own interpreter (a plain-condition cell)."""
     mem = memory_bytes(facts, precision, world_size, mode, sharded) if facts is not None else None
     mem_source = f"formula ({facts_source})" if facts is not None else "unknown: model not counted"
     if measured is not None:
@@ -264,12 +287,32 @@ def estimate_cell(
             measured.step_s, measured.first_step_s, measured.fixed_s, mem, measured.source, mem_source
         )
     if facts is None:
-        return Estimate(None, None, fixed_s(None, world_size), mem, "unknown: model not counted", mem_source)
+        return Estimate(
+            None,
+            None,
+            fixed_s(None, world_size, fresh_process),
+            mem,
+            "unknown: model not counted",
+            mem_source,
+        )
     step, source = step_time_s(facts, precision, calibration, peak_tflops, ranks_sharing)
     if step is None:
-        return Estimate(None, None, fixed_s(facts, world_size), mem, source, mem_source)
+        return Estimate(None, None, fixed_s(facts, world_size, fresh_process), mem, source, mem_source)
     first = first_step_s(step, mode, facts)
-    return Estimate(step, first, fixed_s(facts, world_size), mem, source, mem_source)
+    return Estimate(step, first, fixed_s(facts, world_size, fresh_process), mem, source, mem_source)
+
+
+def reference_s(
+    facts: ModelFacts | None, calibration: Calibration | None, peak_tflops: float | None, steps: int
+) -> float:
+    """What computing a numerics reference costs: a fresh model built and ``steps`` eager 32-true steps,
+    the first as slow as an eager first step (0 where the model or its rate is unknown)."""
+    if facts is None or steps <= 0:
+        return 0.0
+    step, _ = step_time_s(facts, "32-true", calibration, peak_tflops)
+    if step is None:
+        return 0.0
+    return facts.params / 1e6 * FIXED_S_PER_MPARAM + (steps - 1 + FIRST_STEP_FACTOR) * step
 
 
 def measured_from_times(
@@ -285,7 +328,8 @@ def measured_from_times(
     step = sum(step_times_s) / len(step_times_s)
     first = warmup_times_s[0] if warmup_times_s else step
     spent = sum(step_times_s) + sum(warmup_times_s)
-    fixed = max(0.0, (wall_s or spent) - spent)
+    # The phase split's steps ran after the measured ones (records before it: a few steps less fixed cost).
+    fixed = max(0.0, (wall_s or spent) - spent - PHASE_EXTRA_STEPS * step)
     return Measured(step, first, fixed, peak_bytes, source)
 
 

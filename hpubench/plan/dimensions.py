@@ -32,6 +32,11 @@ from hpubench.strategy import spec as strategy_spec
 
 ENTRY_POINT_GROUP = "hpubench.dimensions"
 MODES: tuple[str, ...] = ("eager", "lazy", "compile")
+# The host conditions a cell measures under (hpubench.run.executors.base.condition_env applies them): the
+# harness's tuned ones first (the default), then those of a plain script, so a figure can be set beside
+# the one the user's own training gets.
+CONDITIONS: tuple[str, ...] = ("tuned", "plain")
+TUNED, PLAIN = CONDITIONS
 # Names a registered dimension may not take: other Cell fields, the grid settings and TOML's own keys.
 RESERVED = frozenset(
     {"warmup_steps", "steps", "auto_steps", "device_ids", "extra", "target_ci", "min_steps", "min_time"}
@@ -342,6 +347,15 @@ BUILTIN: tuple[Dimension, ...] = (
         matches=v.strategy_match,
         rules=(strategy_spec.strategy_misfits_layout, strategy_spec.strategy_refuses_precision),
         example="fsdp",
+    ),
+    Dimension(
+        "condition",
+        "tuned: the harness's quiet host settings (HPUBENCH_MALLOC heap, HPUBENCH_CPU_THREADS threads); "
+        "plain: what a plain training script gets (glibc's own heap, torch's default threads, a fresh "
+        "interpreter).",
+        v.parse_one_of("condition", CONDITIONS),
+        CONDITIONS[0],
+        example="plain",
     ),
 )
 for _dim in BUILTIN:

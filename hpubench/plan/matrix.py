@@ -142,7 +142,7 @@ def _exclude(ex: Mapping[str, object]) -> dict[str, object]:
 
 def _smoke() -> MatrixSpec:
     # 3 warm-up steps, then --steps auto bounded for a quick check: at least 10 steps and 0.2 s, at most
-    # 1 s of measured steps per cell (11 cells run on a CPU-only machine, so at most ~11 s of measuring;
+    # 1 s of measured steps per cell (13 cells run on a CPU-only machine, so at most ~13 s of measuring;
     # the rest of the preset's time is process start, model set-up and compilation).
     common: dict[str, Any] = {
         "size": ("tiny",),
@@ -169,6 +169,8 @@ def _smoke() -> MatrixSpec:
             Grid(workload=("mlp",), devices=(2,), **common),
             # (g) mixed precision on a transformer
             Grid(workload=("gpt",), precision=("bf16-mixed",), **common),
+            # (h) what a plain script gets, beside (a)'s tuned figures
+            Grid(workload=("mlp", "gpt"), condition=("plain",), **common),
         ),
     )
 
@@ -188,6 +190,16 @@ def _full() -> MatrixSpec:
                 graphs=(False, True),
                 warmup_steps=5,
                 steps="auto",  # the default knobs: 2% target, 10 steps and 0.5 s at least, 30 s at most
+            ),
+            # what a plain script gets, beside the tuned figures of one device in eager mode
+            Grid(
+                workload=("all",),
+                size=("standard",),
+                accelerator=("auto",),
+                precision=("32-true", "bf16-mixed"),
+                condition=("plain",),
+                warmup_steps=5,
+                steps="auto",
             ),
         ),
     )

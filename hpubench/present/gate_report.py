@@ -25,6 +25,7 @@ from hpubench.analysis.gate.outcomes import (
     NOISY,
     NOT_COMPARABLE,
     NOT_TESTED,
+    NUMERICS_REGRESSION,
     REGRESSION,
     SKIPPED,
     STILL_FAILING,
@@ -34,6 +35,7 @@ from hpubench.analysis.gate.outcomes import (
 )
 
 _ORDER = {
+    NUMERICS_REGRESSION: 0,
     REGRESSION: 0,
     FAILED: 0,
     MISSING: 1,
@@ -45,6 +47,7 @@ _ORDER = {
     STILL_FAILING: 3,
 }
 _STYLE = {
+    NUMERICS_REGRESSION: "bold red",
     REGRESSION: "bold red",
     FAILED: "bold red",
     MISSING: "yellow",
@@ -110,6 +113,10 @@ def _quality(v: CellVerdict) -> str:
     return f"{v.baseline_quality or '-'}/{v.current_quality or '-'}"
 
 
+def _numerics(v: CellVerdict) -> str:
+    return f"{v.baseline_numerics or '-'}/{v.current_numerics or '-'}"
+
+
 def _mem(v: MetricVerdict | None) -> str:
     if v is None or v.change is None or v.current is None:
         return "-" if v is None else "n/a"
@@ -122,7 +129,9 @@ def settings_line(result: GateResult) -> str:
         f"fails on a throughput drop > {s.throughput_threshold:.0%} that is significant at alpha {s.alpha:g} "
         f"({s.correction} over {sum(v.throughput is not None for v in result.cells)} tested cells, "
         f"{s.statistic} step time per run, {s.test} test), or peak memory growth > "
-        f"{s.memory_threshold:.0%} and > {s.memory_floor_bytes / 2**20:g} MiB; missing cells: {s.missing}; "
+        f"{s.memory_threshold:.0%} and > {s.memory_floor_bytes / 2**20:g} MiB, or numerics that regress "
+        "(ok -> drift or diverged; a baseline without numerics or unchecked: not compared); "
+        f"missing cells: {s.missing}; "
         f"intervals {s.confidence:.0%}, unadjusted; one run a side without a run-to-run spread: "
         "insufficient evidence, never a failure; interfered, recompiled or partial runs: not comparable"
         f"{', a failure (--strict-quality)' if s.strict_quality else ', not a failure'}; "
@@ -149,6 +158,7 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
         ("peak memory", "right"),
         ("runs", "right"),
         ("quality base/cur", "left"),
+        ("numerics base/cur", "left"),
         ("why", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -165,6 +175,7 @@ def terminal_table(result: GateResult, title: str = "") -> Table:
             _mem(v.memory),
             f"{v.baseline_runs}/{v.current_runs}",
             _quality(v),
+            _numerics(v),
             Text(v.reason),  # text, not markup: a reason may hold "[/]" or "[red]"
         )
     return table
@@ -215,8 +226,9 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
         f"_{_md(estimator_line(result))}_",
         "",
         f"| | cell | outcome | samples/s ({result.settings.statistic} step) base → cur "
-        "| throughput change [CI] | p adj | detects | peak memory | runs | quality base/cur | why |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| throughput change [CI] | p adj | detects | peak memory | runs | quality base/cur "
+        "| numerics base/cur | why |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
     for v in ordered(result):
         icon = ":x:" if v.fails else (":warning:" if v.outcome in _WARN else "")
@@ -235,6 +247,7 @@ def markdown(result: GateResult, baseline_label: str = "baseline", current_label
                     _md(_mem(v.memory)),
                     f"{v.baseline_runs}/{v.current_runs}",
                     _quality(v),
+                    _numerics(v),
                     _md(v.reason),
                 ]
             )
@@ -251,6 +264,8 @@ def _details(v: CellVerdict) -> str:
         f"why: {v.reason}",
         f"runs: baseline {v.baseline_runs}, current {v.current_runs}",
         f"quality: baseline {v.baseline_quality or 'unknown'}, current {v.current_quality or 'unknown'}",
+        f"numerics: baseline {v.baseline_numerics or 'not recorded'}, current "
+        f"{v.current_numerics or 'not recorded'}",
     ]
     for m in (v.throughput, v.memory):
         if m is None:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from hpubench.analysis.compare import Comparison
+from hpubench.analysis.compare import Comparison, numerics_word
 from hpubench.analysis.stats.summary import Estimate
 from hpubench.present import numfmt
 from hpubench.present.narrowtable import WIDE_MIN_COLUMNS
@@ -68,10 +68,24 @@ def compact_compare_table(c: Comparison) -> list[RenderableType]:
         Text(
             f"ratio = candidate / base ({c.statistic} step), ± its 95% interval; estimator (the same as "
             f"hpubench gate's): {c.estimator}. Verdict only where the interval excludes 1 and both sides are "
-            "ok. --wide: memory and samples/$ ratios."
+            "ok; never a win for a side whose numerics are not ok. --wide: memory and samples/$ ratios."
         )
     )
+    under.append(Text(_numerics_lines(c, keys.short)))
     return [table, *under]
+
+
+def _numerics_lines(c: Comparison, short: dict[str, str]) -> str:
+    """Each side's numerics where either is not ok, one line a cell (80 columns leave no room for a
+    column): what the verdict's "not a win" stands on; a record from before numerics reads "not recorded"."""
+    bad = [
+        f"{short[x.match_key]}: base {numerics_word(x.base.numerics)}, candidate "
+        f"{numerics_word(x.candidate.numerics)}"
+        for x in c.numerics_not_ok
+    ]
+    if not bad:
+        return "numerics (loss against the 32-true eager reference): ok on both sides of every cell"
+    return "numerics not ok (loss against the 32-true eager reference):\n" + "\n".join(bad)
 
 
 def compare_view(c: Comparison, width: int, wide: bool = False) -> list[RenderableType]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
 
-from hpubench.analysis.quality import assess_repeats
+from hpubench.analysis.compare import CellRuns, numerics_word
+from hpubench.analysis.numerics import OK as NUMERICS_OK
+from hpubench.analysis.quality import PRECEDENCE, assess_repeats
 from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, wide_columns
 from hpubench.store.record import CellResult
@@ -31,6 +33,45 @@ def quality_notes(results: Sequence[CellResult]) -> list[str]:
     return lines
 
 
+def numerics_notes(results: Sequence[CellResult], short: Mapping[str, str] | None = None) -> list[str]:
+    """One line per reason a cell's numerics are not ok (repetitions together), named by its key or its
+    short label, for under a table: the verdict's word alone does not say what was off."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in results:
+        groups.setdefault(r.key, []).append(r)
+    lines = []
+    for key, records in groups.items():
+        runs = CellRuns(tuple(records))
+        if runs.numerics in (None, NUMERICS_OK):
+            continue
+        name = (short or {}).get(key, key)
+        lines += [
+            f"{name}: numerics {runs.numerics}: {why}" for why in runs.numerics_reasons or ("no reason",)
+        ]
+    return lines
+
+
+def numerics_line(results: Sequence[CellResult], short: Mapping[str, str] | None = None) -> str:
+    """The numerics of every cell with a figure or a verdict, in one line for under the 80-column table
+    (which has no room for the column): "ok" for all, or the cells per verdict, "not recorded" included."""
+    groups: dict[str, list[CellResult]] = {}
+    for r in results:
+        groups.setdefault(r.key, []).append(r)
+    by: dict[str, list[str]] = {}
+    for key, records in groups.items():
+        runs = CellRuns(tuple(records))
+        if runs.numerics is None and not runs.measured:
+            continue  # skipped, or failed before it had a loss: no figure to trust or distrust
+        by.setdefault(numerics_word(runs.numerics), []).append((short or {}).get(key, key))
+    head = "numerics (loss against the 32-true eager reference)"
+    if list(by) == [NUMERICS_OK]:
+        return f"{head}: ok in every measured cell"
+    return f"{head}: " + "; ".join(
+        f"{word} {len(keys)}" if word == NUMERICS_OK else f"{word}: {', '.join(keys)}"
+        for word, keys in by.items()
+    )
+
+
 def results_table(
     results: Sequence[CellResult], title: str = "", columns: Sequence[Column] = COLUMNS
 ) -> Table:
@@ -44,9 +85,11 @@ def results_table(
         "warm-up excluded; each step timed alone (a host clock around a device sync, or the device's own "
         "events where it has them: the record's runtime.timing); several devices: global (all ranks, "
         "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
-        "be trusted (ok, noisy, unstable, interfered, recompiled, partial; '-' = recorded before verdicts)"
+        f"be trusted ({', '.join(reversed(PRECEDENCE))}; '-' = recorded before verdicts); "
+        "numerics: does it still train (ok, drift, diverged, unchecked against the 32-true eager reference; "
+        "'-' = recorded before numerics were checked)"
     )
-    notes = quality_notes(results)
+    notes = quality_notes(results) + numerics_notes(results)
     if notes:
         caption += "\nwhy not ok:\n" + "\n".join(notes)
     # Escaped: "[lowest, highest run]" and any bracket in a key or reason is text, not rich markup.
@@ -264,7 +307,8 @@ def compare_table(c: Comparison) -> Table:
         title=f"{c.candidate_label} vs {c.base_label}: {len(c.cells)} matched cells",
         caption="ratio = candidate / base, 95% interval; samples/s: mean over every step (what training "
         f"delivers, priced). Estimator (the same as hpubench gate's): {c.estimator}. Verdict only where the "
-        "interval excludes 1 and both sides' quality is ok; memory > 1: candidate needs more",
+        "interval excludes 1 and both sides' quality is ok, never a win for a side whose numerics are not "
+        "ok; memory > 1: candidate needs more",
     )
     for col, justify in (
         ("cell (key without hardware)", "left"),
@@ -273,6 +317,7 @@ def compare_table(c: Comparison) -> Table:
         (f"throughput ratio ({c.statistic} step) [CI]", "right"),
         ("verdict", "left"),
         ("quality base/cand", "left"),
+        ("numerics base/cand", "left"),
         ("memory ratio", "right"),
         ("samples/$ ratio [CI]", "right"),
     ):
@@ -287,6 +332,7 @@ def compare_table(c: Comparison) -> Table:
             _ratio(x.throughput_ratio),
             shown,
             f"{x.base.quality or '-'}/{x.candidate.quality or '-'}",
+            f"{x.base.numerics or '-'}/{x.candidate.numerics or '-'}",
             "-" if x.memory_ratio is None else f"{x.memory_ratio:.3g}x",
             _ratio(x.perf_per_usd_ratio),
         )
@@ -297,6 +343,7 @@ def compare_table(c: Comparison) -> Table:
             "",
             "",
             _ratio(g.throughput),
+            "",
             "",
             "",
             "",

@@ -74,7 +74,7 @@ class Launcher:
         self._fork = ForkExecutor(self.setup) if isolation == "fork" else None
         self.local: LocalExecutor = self._fork or self._spawn
         self.dist = DistExecutor(self.setup, cluster)
-        self.scheduler = Scheduler(self.local, self.dist, cluster)
+        self.scheduler = Scheduler(self.local, self.dist, cluster, fresh=self._spawn)
 
     @property
     def workload_files(self) -> list[str]:

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hpubench.analysis import peaks
+from hpubench.analysis import numerics, peaks
 from hpubench.errors import ProbeFailed, UsageError, os_error_text
 from hpubench.plan.autosteps import AutoSteps
-from hpubench.plan.budget import BudgetItem, BudgetPlan, plan
+from hpubench.plan.budget import MIN_WARMUP, BudgetItem, BudgetPlan, plan
 from hpubench.plan.cell import Cell, PlannedCell, flops_key, parse_flops_key
 from hpubench.plan.cost import (
     Calibration,
@@ -33,9 +33,12 @@ from hpubench.plan.cost import (
     measured_from_times,
     memory_skip_reason,
     rate_dtype,
+    reference_s,
+    warmup_steps_expected,
 )
 from hpubench.plan.inventory import Inventory
 from hpubench.run.events import Event
+from hpubench.run.hostcondition import needs_fresh_process
 from hpubench.run.sourceroot import with_source_root
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
@@ -235,6 +238,9 @@ def estimate_plan(
     a skipped cell with the estimate in its reason (instead of running into an out-of-memory crash)."""
     out_cells: list[PlannedCell] = []
     out_est: list[Estimate | None] = []
+    # One cell per numerics reference computes it (hpubench.analysis.numerics): its estimate pays for it.
+    runnable = [pc.cell for pc in cells if pc.runnable]
+    reference_steps = iter(numerics.reference_steps_planned(runnable))  # one per runnable cell, in order
     for pc in cells:
         if not pc.runnable:
             out_cells.append(pc)
@@ -253,7 +259,12 @@ def estimate_plan(
             peak_tflops=peak.tflops if peak is not None else None,
             measured=measured.get(c.key),
             sharded=shards_state(c),
+            fresh_process=needs_fresh_process(c),
         )
+        model = model_facts(facts.get(facts_key(pc)))
+        cal = calibrations.get(c.accelerator)
+        ref_s = reference_s(model, cal, peak.tflops if peak is not None else None, next(reference_steps))
+        est = replace(est, reference_s=ref_s) if ref_s else est
         available = inventory.memory_per_device(c.accelerator, c.devices)
         reason = memory_skip_reason(est.memory_bytes, available, shards_state(c))
         out_cells.append(PlannedCell(c, reason) if reason else pc)
@@ -331,7 +342,10 @@ def _item(key: str, pc: PlannedCell, est: Estimate | None, slowdown: float = 1.0
         return BudgetItem(key, c.warmup_steps, steps, None, None, None)
     s = slowdown
     steps = est.steps_for(c)
-    return BudgetItem(key, c.warmup_steps, steps, est.fixed_s * s, est.first_step_s * s, est.step_s * s)
+    floor = warmup_steps_expected(c, MIN_WARMUP)  # a compiling cell warms up until a step compiles nothing
+    return BudgetItem(
+        key, c.warmup_steps, steps, est.fixed_s * s, est.first_step_s * s, est.step_s * s, floor
+    )
 
 
 class BudgetRun:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, replace
 
 from hpubench.errors import UsageError
 from hpubench.measure.profile import trace_relpath
-from hpubench.plan.cell import PlannedCell
+from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.cellwatch import CellWatch
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.eta import StepProgress
 from hpubench.run.events import Event
 from hpubench.run.executors.base import CellRequest, Executor
+from hpubench.run.hostcondition import needs_fresh_process
 from hpubench.run.logcap import cap_log
 from hpubench.run.stepfeed import feed_path
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, CellResult
@@ -107,10 +108,17 @@ class Scheduler:
     nothing of the others (node 0 keeps the records).
     """
 
-    def __init__(self, local: Executor, dist: Executor, cluster: ClusterEnv | None = None) -> None:
+    def __init__(
+        self,
+        local: Executor,
+        dist: Executor,
+        cluster: ClusterEnv | None = None,
+        fresh: Executor | None = None,
+    ) -> None:
         self.local = local
         self.dist = dist
         self.cluster = cluster
+        self.fresh = fresh or local  # single-process cells that need a fresh interpreter (plain condition)
 
     def run(
         self,
@@ -136,7 +144,7 @@ class Scheduler:
         existing = {r.run_id: r for r in store.load()} if resume else {}
         total = len(planned) * repeat
         results: list[CellResult] = []
-        for executor in (self.local, self.dist):
+        for executor in self._executors():
             executor.prepare(planned, repeat)
         try:
             for turn in order(len(planned), repeat):
@@ -149,10 +157,19 @@ class Scheduler:
                 if result is not None:
                     results.append(result)
         except BaseException:
-            for executor in (self.local, self.dist):
+            for executor in self._executors():
                 executor.abort()
             raise
         return results
+
+    def _executors(self) -> list[Executor]:
+        return list({id(e): e for e in (self.local, self.fresh, self.dist)}.values())
+
+    def executor_for(self, cell: Cell) -> Executor:
+        """Several processes: the distributed executor; a plain-condition cell: a fresh interpreter."""
+        if cell.world_size > 1:
+            return self.dist
+        return self.fresh if needs_fresh_process(cell) else self.local
 
     def _run_turn(self, now: _Running, timeout_s: float, options: RunOptions | None) -> CellResult | None:
         """One turn of the plan; its record, or None where this pass records nothing for it."""
@@ -178,7 +195,7 @@ class Scheduler:
         log = now.store.log_path(cell.key, rep)
         # The step feed is followed on node 0 alone: rank 0 streams the steps, and it runs there.
         node0 = self.cluster is None or self.cluster.node_rank == 0
-        executor = self.dist if cell.world_size > 1 else self.local
+        executor = self.executor_for(cell)
         with CellWatch(feed_path(log) if node0 else None, now.on_progress) as watch:
             request = CellRequest(
                 cell, log, timeout_s, cell_options(options, cell.key, rep), watch.path, rep, now.turn.position

@@ -8,12 +8,16 @@ the post-step hook. Graph capture and compilation wrap this same step, so they c
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from hpubench.accelerators.base import Accelerator, StepFn
+from hpubench.measure.phases import PhasedStep, PhasePlan, phase_notes, why_not_separable
 from hpubench.plan.cell import Cell
+from hpubench.plan.extrawork import EXTRA_WORK
 from hpubench.precision.apply import PreparedPrecision
 from hpubench.run.cellrun.facts import Facts, Learned
 from workloads.base import Batch, Workload
@@ -81,17 +85,71 @@ def step_factory(
     return make_plain_step if prepared.plain and not acc.has_step_hooks() else make_step
 
 
+def phase_factory(
+    workload: Workload, optimizer: torch.optim.Optimizer, prepared: PreparedPrecision, acc: Accelerator
+) -> Callable[[nn.Module], PhasedStep]:
+    """The general step of :func:`step_factory` as separate calls, for the phase split
+    (``hpubench.measure.phases``): the same calls in the same order, cut where the phases meet, with
+    ``zero_grad`` moved to the end of the optimizer phase (the measured step's next start)."""
+    scaler = prepared.scaler
+    loss_of = workload.loss
+
+    def zero_grad() -> None:
+        optimizer.zero_grad(set_to_none=True)
+
+    def make(net: nn.Module) -> PhasedStep:
+        def forward(batch: Batch) -> torch.Tensor:
+            with prepared.context():
+                return loss_of(net, batch)
+
+        def backward(loss: torch.Tensor) -> None:
+            if scaler is not None:
+                scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            acc.after_backward()
+
+        def optimizer_phase() -> None:
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            acc.after_optimizer_step()
+            zero_grad()
+
+        return PhasedStep(forward, backward, optimizer_phase, zero_grad)
+
+    return make
+
+
+def build_phases(
+    cell: Cell,
+    stepped: nn.Module,
+    make_phases: Callable[[nn.Module], PhasedStep],
+    acc: Accelerator,
+    strategy: str,
+    world_size: int,
+) -> PhasePlan:
+    """The phased step over the model the measured step trains (compiled, under --mode compile), or why
+    its step cannot be split (a captured graph, lazy mode), with what the phases include."""
+    why = why_not_separable(cell.mode, cell.graphs, acc.graph_capture_name)
+    notes = phase_notes(cell.mode, strategy, world_size, EXTRA_WORK in dict(cell.options))
+    return PhasePlan(None if why is not None else make_phases(stepped), why, notes)
+
+
 def build_step(
     cell: Cell,
     model: nn.Module,
     make_step: Callable[[nn.Module], StepFn],
     acc: Accelerator,
     sample_batch: Batch,
-) -> tuple[StepFn, Facts]:
+) -> tuple[StepFn, Facts, nn.Module]:
     """Apply the cell's mode and graph capture; refuse to run a mode the device is not really in.
 
-    Returns the step and the facts that say how it runs (mode asked for and in force, torch.compile's
-    options, the graph capture), for the record to label its figures with what ran. A failure part way
+    Returns the step, the facts that say how it runs (mode asked for and in force, torch.compile's
+    options, the graph capture), for the record to label its figures with what ran, and the model the
+    step trains (compiled under --mode compile), for the phase split. A failure part way
     (the wrong mode, a capture the device lacks) leaves as :class:`~hpubench.run.cellrun.facts.Stopped`
     with the facts learned before it.
     """
@@ -107,7 +165,7 @@ def build_step(
         if cell.mode == "compile":
             options = acc.compile_options(cell.graphs)
             learned.add("compile", {k: str(v) for k, v in options.items()})
-            model = torch.compile(model, **options)
+            model = compiled(model, options)
             if cell.graphs:
                 learned.add("graphs", f"{acc.graph_capture_name} (inside torch.compile)")
             step = make_step(model)
@@ -116,4 +174,19 @@ def build_step(
             step = acc.graphed_step(make_step, model, sample_batch)
         else:
             step = make_step(model)
-    return step, learned.new()
+    return step, learned.new(), model
+
+
+def compiled(model: nn.Module, options: dict[str, Any]) -> nn.Module:
+    """``torch.compile`` of the model; under DDP, of the module DDP wraps, in place.
+
+    Dynamo does not trace DDP's own forward (it breaks at DDP's logger and its forward context), and it
+    never starts a frame in torch's own modules: a DDP-wrapped ``nn.Sequential`` (mlp) compiled as a whole
+    compiled no graph at all, and its "compile" cell ran eagerly (docs/measurements.md, 2026-11-27).
+    Compiled inside DDP's forward the module still gets DDP's bucket-split graphs (dynamo's DDPOptimizer
+    sees the active DDP module), as the whole-wrapper compile gives a model with its own forward.
+    """
+    if isinstance(model, DistributedDataParallel):
+        model.module = torch.compile(model.module, **options)
+        return model
+    return torch.compile(model, **options)

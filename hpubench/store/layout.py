@@ -11,6 +11,8 @@ from pathlib import Path
 CELLS_FILE = "cells.jsonl"
 META_FILE = "meta.json"
 LOGS_DIR = "logs"
+# The numerics references of a run (hpubench.run.cellrun.reference): one small JSON file per reference key.
+REFERENCES_DIR = "references"
 # What marks a results directory: a run directory or a saved baseline.
 RESULTS_MARKERS = (CELLS_FILE, META_FILE)
 
@@ -21,3 +23,11 @@ def results_dir_of(path: Path) -> Path | None:
         if any((parent / marker).exists() for marker in RESULTS_MARKERS):
             return parent
     return None
+
+
+def references_dir_of(cell_file: Path) -> Path | None:
+    """The references directory of the run a cell's log or step feed (``RUN/logs/...``) belongs to; None
+    for a file outside a run directory's logs (a cell run on its own keeps no references)."""
+    if cell_file.parent.name != LOGS_DIR:
+        return None
+    return cell_file.parent.parent / REFERENCES_DIR

@@ -13,6 +13,7 @@ from typing import Any
 from hpubench.measure.devicestats import MemorySample
 from hpubench.measure.loader import LoaderSplit
 from hpubench.measure.memory import MemoryStats
+from hpubench.measure.phases import PhaseSplit
 from hpubench.measure.profile import ProfileResult
 from hpubench.measure.telemetry.summary import TelemetryResult
 from hpubench.plan.cell import Cell
@@ -86,12 +87,22 @@ class CellResult:
     telemetry: TelemetryResult | None = None  # power/energy over the measured steps; source None = absent
     loader: LoaderSplit | None = None  # --loader host: data wait vs compute per step
     profile: ProfileResult | None = None  # hpubench profile: operator table and trace file
-    # Can the figure be trusted (hpubench.analysis.quality): "ok", "noisy", "unstable", "interfered",
-    # "recompiled" or "partial", with one line per problem found; None where nothing was measured. Records
-    # written before the verdict existed read as None / (): unjudged, which no table or report shows as ok.
+    # Where a step's time goes (hpubench.measure.phases): forward / backward / optimizer (and data with
+    # --loader host) on sampled steps after the measured ones, or why the step cannot be split. Every
+    # measured record has it; records written before it read as None.
+    phases: PhaseSplit | None = None
+    # Can the figure be trusted (hpubench.analysis.quality): "ok", "unmeasured", "noisy", "unstable",
+    # "interfered", "recompiled" or "partial", with one line per problem found; None where nothing was
+    # measured. Records written before the verdict existed read as None / (): unjudged, which no table or
+    # report shows as ok.
     # Not checked against a fixed list here, so a record from a newer hpubench with a new verdict still reads.
     quality: str | None = None
     quality_reasons: tuple[str, ...] = ()
+    # Does the configuration still train (hpubench.analysis.numerics): "ok", "drift", "diverged" or
+    # "unchecked", with one line per problem found; what it was computed from is runtime["numerics"]. None
+    # for skipped cells; records written before the verdict existed read as None / (): unjudged, never ok.
+    numerics: str | None = None
+    numerics_reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -142,6 +153,7 @@ class CellResult:
         d["step_times_s"] = tuple(d.get("step_times_s") or ())
         d["warmup_times_s"] = tuple(d.get("warmup_times_s") or ())
         d["quality_reasons"] = tuple(str(x) for x in d.get("quality_reasons") or ())
+        d["numerics_reasons"] = tuple(str(x) for x in d.get("numerics_reasons") or ())
         d["memory_timeline"] = tuple(
             _part("memory_timeline", MemorySample.from_dict, x) for x in d.get("memory_timeline") or ()
         )
@@ -149,6 +161,7 @@ class CellResult:
             ("telemetry", TelemetryResult),
             ("loader", LoaderSplit),
             ("profile", ProfileResult),
+            ("phases", PhaseSplit),
         ):
             if d.get(name) is not None:
                 d[name] = _part(name, kind.from_dict, d[name])

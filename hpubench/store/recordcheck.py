@@ -6,11 +6,11 @@ iterate into characters, a one-element interval would break every table, and a N
 every statistic into NaN. :func:`check_record` raises :class:`RecordError` naming the field (dotted path)
 and what it should hold; the store adds the file and line. Pure: no I/O, no torch.
 
-Old records stay readable: every field added after the first release (``repeat``, ``quality``,
-``telemetry``, ``loader``, ``profile``, ``memory_timeline``, the cell's ``auto_steps`` and ``device_ids``)
-may be absent. The fields that identify a cell (``REQUIRED_CELL_FIELDS``: the first release's matrix
-dimensions, declared beside the Cell in ``hpubench.plan.cell``) every version wrote, so their absence means a
-damaged record and is refused rather than defaulted (a missing ``precision`` would otherwise read as
+Old records stay readable: every field added after the first release (``repeat``, ``quality``, ``numerics``,
+``telemetry``, ``loader``, ``profile``, ``phases``, ``memory_timeline``, the cell's ``auto_steps`` and
+``device_ids``) may be absent. The fields that identify a cell (``REQUIRED_CELL_FIELDS``: the first release's
+matrix dimensions, declared beside the Cell in ``hpubench.plan.cell``) every version wrote, so their absence
+means a damaged record and is refused rather than defaulted (a missing ``precision`` would otherwise read as
 32-true and match the wrong baseline).
 """
 
@@ -178,7 +178,7 @@ def check_record(d: Mapping[str, Any]) -> None:
     _check_cell(d["cell"])
     if "status" not in d:
         raise RecordError("status", "is missing")
-    for name in ("status", "reason", "traceback_tail", "started_at", "quality"):
+    for name in ("status", "reason", "traceback_tail", "started_at", "quality", "numerics"):
         _str(d, name, "", optional=name != "status")
     _float(d, "wall_s", "", optional=True)
     _int(d, "repeat", "", 0, optional=True)
@@ -188,10 +188,11 @@ def check_record(d: Mapping[str, Any]) -> None:
     _times(d, "warmup_times_s")
     if d.get("metrics") is not None:
         _check_metrics(d["metrics"])
-    reasons = d.get("quality_reasons")
-    if reasons is not None and not isinstance(reasons, (list, tuple)):
-        raise RecordError("quality_reasons", f"must be a list of lines, got {_short(reasons)}")
-    for name in ("memory", "telemetry", "loader", "profile"):
+    for name in ("quality_reasons", "numerics_reasons"):
+        reasons = d.get(name)
+        if reasons is not None and not isinstance(reasons, (list, tuple)):
+            raise RecordError(name, f"must be a list of lines, got {_short(reasons)}")
+    for name in ("memory", "telemetry", "loader", "profile", "phases"):
         if d.get(name) is not None and not isinstance(d[name], Mapping):
             raise RecordError(name, f"must be an object, got {_short(d[name])}")
     timeline = d.get("memory_timeline")

@@ -32,6 +32,7 @@ class RuntimeInfo(Mapping[str, Any]):
     env_flags: Facts | None = None  # environment flags that change the device's behaviour
     threads: Facts | None = None  # intra/inter-op threads, wait policy, affinity, load, policy
     heap: Facts | None = None  # host malloc policy and the thresholds set (hpubench.measure.heap)
+    condition: Facts | None = None  # tuned or plain host condition, in words (hpubench.run.hostcondition)
     distributed: Facts | None = None  # backend, ranks, per-rank figures, launch facts
     # what ran
     batch_size: int | None = None  # per device, resolved
@@ -46,9 +47,13 @@ class RuntimeInfo(Mapping[str, Any]):
     steps_stop: str | None = None
     steps_auto: Facts | None = None
     warmup_extended: str | None = None
+    warmup_stop: str | None = None  # why the warm-up ended (hpubench.plan.autosteps.WarmupRule)
+    warmup_compiles: Facts | None = None  # its steps, seconds and compile events
     timing: str | None = None
     interference: float | None = None
     interference_detail: Facts | None = None
+    run_queue_wait: float | None = None  # busy threads' run-queue wait share (schedstat)
+    run_queue_detail: Facts | None = None
     page_faults_measured: Facts | None = None  # minor/major faults of the measuring process in the window
     compiles_measured: int | None = None
     compile_counter: str | None = None
@@ -56,6 +61,9 @@ class RuntimeInfo(Mapping[str, Any]):
     partial: Facts | None = None
     budget: Facts | None = None
     memory_timeline_error: str | None = None
+    # what the numerics verdict was computed from: the first losses, the 32-true eager reference's, its key
+    # and cost, computed or cached (hpubench.run.cellrun.reference)
+    numerics: Facts | None = None
     # what it cost
     flops_count_s: float | None = None
     flops_counted: str | None = None

@@ -110,6 +110,10 @@ def test_two_cpu_devices_form_one_gloo_group_with_global_throughput(tmp_path: Pa
     assert "elastic_launch" in launch["launcher"] and launch["nproc_per_node"] == 2
     log = store.log_path(cell.key).read_text()
     assert "elastic agent" in log and "local rank 1" in log
+    # rank 0's phase split, with the all-reduce inside backward said (issue 33, item 4)
+    phases = result.phases
+    assert phases is not None and phases.separable and phases.steps > 0, phases
+    assert any("all-reduce" in n for n in phases.notes) and any("rank 0" in n for n in phases.notes)
 
 
 @pytest.mark.slow
@@ -122,6 +126,7 @@ def test_two_hpu_devices_form_an_hccl_group_on_the_double(tmp_path: Path) -> Non
     assert result.runtime["distributed"]["backend"] == "hccl"
     assert "(test double)" in result.runtime["software"]["habana_frameworks"]
     _assert_one_data_parallel_model(result, 2)
+    assert result.phases is not None and any("rank 0" in n for n in result.phases.notes)
     # each rank chose its module before the bridge loaded; rank 0's flags are the record's
     flags = result.runtime["env_flags"]
     assert flags["HLS_MODULE_ID"] == "0" and flags["HABANA_VISIBLE_MODULES"] == "0,1"

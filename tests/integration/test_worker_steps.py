@@ -28,7 +28,7 @@ def test_the_three_steps_make_the_record_and_the_facts_are_merged_once() -> None
     cell = Cell("mlp", steps=3, warmup_steps=1)
     resolved = resolve(cell, _start(), RunOptions(), {})
     names = [name for name, _ in resolved.facts]
-    assert names[:8] == [
+    assert names[:9] == [
         "accelerator",
         "device_name",
         "device_index",
@@ -37,8 +37,9 @@ def test_the_three_steps_make_the_record_and_the_facts_are_merged_once() -> None
         "software",
         "threads",
         "heap",
+        "condition",
     ]
-    assert names[8:12] == ["batch_size", "precision", "mode_requested", "mode_in_force"]
+    assert names[9:13] == ["batch_size", "precision", "mode_requested", "mode_in_force"]
     assert names[-1] == "setup_s" and len(resolved.batches) == 4
     measured = measure(resolved)
     assert len(measured.times.measured_s) == 3 and len(measured.times.warmup_s) == 1
@@ -46,6 +47,9 @@ def test_the_three_steps_make_the_record_and_the_facts_are_merged_once() -> None
     r = record(cell, resolved, measured)
     assert r.status == "ok", r.reason
     assert r.runtime.to_dict() == runtime_of(resolved.facts, measured.facts)
+    # The phase split ran after the measured steps and is on the record (issue 33, item 4).
+    assert r.phases is not None and r.phases.separable and r.phases.steps > 0
+    assert r.phases.step_mean_s == pytest.approx(sum(r.step_times_s) / len(r.step_times_s))
 
 
 class _EagerOnly(CPUAccelerator):
@@ -58,7 +62,7 @@ class _EagerOnly(CPUAccelerator):
 def test_build_step_returns_its_facts_and_a_wrong_mode_stops_with_them() -> None:
     model = torch.nn.Linear(2, 2)
     batch = (torch.zeros(1, 2),)
-    step, facts = build_step(Cell("mlp", mode="compile"), model, lambda m: m, CPUAccelerator(0), batch)
+    step, facts, _ = build_step(Cell("mlp", mode="compile"), model, lambda m: m, CPUAccelerator(0), batch)
     assert isinstance(step, torch.nn.Module)  # make_step got the compiled model
     assert facts == (
         ("mode_requested", "compile"),

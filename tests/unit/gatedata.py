@@ -53,6 +53,7 @@ def make_result(
     source: str = "process",
     samples_per_step: int = 64,
     device: str = "cpu0",
+    numerics: str | None = "ok",  # as today's worker records a measured cell whose loss matched the reference
 ) -> CellResult:
     steps = tuple(float(t) for t in times)
     memory = None if peak is None else MemoryStats(source, peak_allocated_bytes=peak)
@@ -64,6 +65,7 @@ def make_result(
         runtime={"device_name": device},
         step_times_s=steps,
         repeat=repeat,
+        numerics=numerics,
     )
 
 

@@ -133,6 +133,7 @@ def test_each_rendering_takes_its_columns_from_the_registry_in_order() -> None:
         "cell",
         "status",
         "quality",
+        "numerics",
         "samples/s [CI]",
         "p50 ms",
         "p90 ms",
@@ -140,10 +141,20 @@ def test_each_rendering_takes_its_columns_from_the_registry_in_order() -> None:
         "peak MiB",
         "MFU",
         "scaling",
+        "fwd/bwd/opt",
         "note",
     ]
     narrow = [t.title or c.title for c, t in narrow_columns()]
-    assert narrow == ["cell", "quality", "samples/s", "±CI", "step p50", "peak mem", "MFU", "scaling"]
+    assert narrow == [
+        "cell",
+        "quality",
+        "samples/s",
+        "±CI",
+        "step p50",
+        "peak mem",
+        "MFU",
+        "scaling",
+    ]
     page = [c.name for c in page_columns(Page())]
     assert page[:3] == ["result_set", "hardware", "workload"] and page[-1] == "key"
     assert "workload_time_s" not in page and "repeats" not in page

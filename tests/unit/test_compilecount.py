@@ -9,6 +9,7 @@ import types
 import torch
 
 from hpubench.measure.compilecount import (
+    CompileProgress,
     CompileWindow,
     DynamoCounter,
     EventCounter,
@@ -66,7 +67,7 @@ def test_a_window_that_never_closed_has_no_result() -> None:
 def test_dynamo_counter_reads_dynamos_counters_without_importing_it(monkeypatch) -> None:
     counter = DynamoCounter()
     monkeypatch.delitem(sys.modules, "torch._dynamo.utils", raising=False)
-    assert counter.snapshot() == {"dynamo_frames": 0, "dynamo_graphs": 0}  # never imported: nothing compiled
+    assert counter.snapshot() == {"dynamo_graphs": 0, "dynamo_frames": 0}  # never imported: nothing compiled
     assert "torch._dynamo.utils" not in sys.modules
     counters: collections.defaultdict[str, collections.Counter[str]] = collections.defaultdict(
         collections.Counter
@@ -75,7 +76,8 @@ def test_dynamo_counter_reads_dynamos_counters_without_importing_it(monkeypatch)
     counters["frames"]["total"] += 1
     counters["frames"]["ok"] += 1
     counters["stats"]["unique_graphs"] += 2
-    assert counter.snapshot() == {"dynamo_frames": 1, "dynamo_graphs": 2}
+    assert counter.snapshot() == {"dynamo_graphs": 2, "dynamo_frames": 1}
+    assert next(iter(counter.snapshot())) == "dynamo_graphs"  # the headline: graphs compiled, not frames
 
 
 def test_measure_steps_asks_the_stop_condition_after_every_step() -> None:
@@ -102,8 +104,9 @@ def test_measure_steps_runs_the_extra_warmup_it_is_told_and_keeps_the_batch_orde
         seen.append(int(b[0].item()))
         return b[0].sum()
 
-    def more(warmup_s):
+    def more(warmup_s, compiled):
         asked.append(len(warmup_s))
+        assert compiled == [0] * len(warmup_s)  # no counter given: nothing counted
         return 3 if len(asked) == 1 else 0
 
     out = measure_steps(step, batches, lambda: None, 2, 4, more_warmup=more)
@@ -112,3 +115,55 @@ def test_measure_steps_runs_the_extra_warmup_it_is_told_and_keeps_the_batch_orde
     assert seen == [k % 4 for k in range(9)]  # the measured steps continue the batch cycle
     plain = measure_steps(step, batches, lambda: None, 2, 4)
     assert len(plain.warmup_s) == 2
+
+
+def test_frames_dynamo_skips_without_compiling_are_not_compilations(monkeypatch) -> None:
+    """The 2-rank DDP cause: logging frames first called in DDP's second step (its bucket rebuild) go
+    through dynamo's frame callback and count in frames.total, but no graph is compiled."""
+    counters: collections.defaultdict[str, collections.Counter[str]] = collections.defaultdict(
+        collections.Counter
+    )
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", types.SimpleNamespace(counters=counters))
+    window = CompileWindow([DynamoCounter()])
+    window.start()
+    counters["frames"]["total"] += 6  # skipped at once: no tensor in the frame
+    window.stop()
+    result = window.result()
+    assert result is not None
+    assert result.compiles == 0 and result.detail == {"dynamo_graphs": 0, "dynamo_frames": 6}
+
+
+def test_compile_progress_counts_events_since_its_last_call_and_skips_unreadable_sources() -> None:
+    captures = EventCounter("captures", "captures")
+    bridge = EventCounter("bridge", "bridge")
+    progress = CompileProgress([captures, bridge, Unavailable("x", "not counted")])
+    captures.add(5)  # before the warm-up: not the first step's
+    assert progress() == 0
+    captures.add(2)
+    bridge.add(3)
+    assert progress() == 3  # the largest source delta, as the window counts
+    assert progress() == 0
+
+
+def test_measure_steps_hands_the_warmup_rule_each_steps_compiles() -> None:
+    """A step that compiles keeps the warm-up going; the measured steps start after a quiet one."""
+    captures = EventCounter("captures", "captures")
+    progress = CompileProgress([captures])
+    calls = {"n": 0}
+
+    def step(b):
+        calls["n"] += 1
+        if calls["n"] <= 4:  # the first four steps each compile something
+            captures.add()
+        return b[0].sum()
+
+    seen: list[list[int]] = []
+
+    def more(warmup_s, compiled):
+        seen.append(list(compiled))
+        return 1 if compiled[-1] else 0
+
+    out = measure_steps(step, [(torch.ones(2),)], lambda: None, 2, 3, more_warmup=more, compiles=progress)
+    assert out.warmup_compiles == (1, 1, 1, 1, 0)
+    assert seen == [[1, 1], [1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1, 0]]
+    assert len(out.warmup_s) == 5 and len(out.measured_s) == 3

@@ -99,7 +99,8 @@ def test_no_rate_at_all_gives_no_time_rather_than_a_guess():
 
 
 def test_earlier_results_win_over_the_flop_estimate_and_name_their_directory():
-    measured = E.measured_from_times((2.0, 4.0), (10.0, 3.0), 25.0, 123_456, "from results runs/a")
+    # wall 43 s: 19 s of steps, the phase split's 6 steps (18 s), 6 s fixed
+    measured = E.measured_from_times((2.0, 4.0), (10.0, 3.0), 43.0, 123_456, "from results runs/a")
     assert measured is not None
     assert measured.step_s == 3.0 and measured.first_step_s == 10.0 and measured.fixed_s == pytest.approx(6.0)
     est = E.estimate_cell(
@@ -114,8 +115,8 @@ def test_earlier_results_win_over_the_flop_estimate_and_name_their_directory():
     )
     assert est.time_source == "from results runs/a" and est.memory_source == "from results runs/a"
     assert est.memory_bytes == 123_456
-    # fixed + first warm-up + 4 more warm-up + 50 measured steps
-    assert est.cell_s(5, 50) == pytest.approx(6.0 + 10.0 + 54 * 3.0)
+    # fixed + first warm-up + 4 more warm-up + 50 measured steps + the phase split's steps
+    assert est.cell_s(5, 50) == pytest.approx(6.0 + 10.0 + (54 + E.PHASE_EXTRA_STEPS) * 3.0)
 
 
 def test_a_record_without_measured_steps_is_no_estimate():
@@ -213,7 +214,9 @@ def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
     assert _est(1e-6).steps_for(auto) == MAX_AUTO_STEPS  # the step cap
     assert _est(None).steps_for(auto) == 10
     # warm-up: 3 planned steps, 48 more to last min_time (0.5 s) after the first, then 300 measured
-    assert _est(0.01).cell_time_s(auto) == pytest.approx(0.5 + 1.0 + (3 - 1 + 48 + 300) * 0.01)
+    assert _est(0.01).cell_time_s(auto) == pytest.approx(
+        0.5 + 1.0 + (3 - 1 + 48 + 300 + E.PHASE_EXTRA_STEPS) * 0.01
+    )
     fixed = Cell("mlp", steps=20)
     assert _est(0.01).steps_for(fixed) == 20
     assert _est(0.01).cell_time_s(fixed) == _est(0.01).cell_s(3, 20)

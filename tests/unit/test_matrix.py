@@ -75,10 +75,13 @@ SMOKE_ON_CPU2 = {
     "mlp/tiny/cpu/2x1/32-true/eager/nographs/bsdefault": None,
     # (g) bf16-mixed transformer
     "gpt/tiny/cpu/1x1/bf16-mixed/eager/nographs/bsdefault": None,
+    # (h) what a plain script gets
+    "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault/condition=plain": None,
+    "gpt/tiny/cpu/1x1/32-true/eager/nographs/bsdefault/condition=plain": None,
 }
 
 
-def test_smoke_on_cpu_only_machine_runs_a_to_c_f_g_and_skips_the_rest_with_reasons():
+def test_smoke_on_cpu_only_machine_runs_a_to_c_f_to_h_and_skips_the_rest_with_reasons():
     planned = expand(matrix.preset("smoke"), CPU2, CATALOG, KINDS)
     assert [p.cell.key for p in planned] == list(SMOKE_ON_CPU2)
     for p in planned:
@@ -101,8 +104,11 @@ def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
 
 def test_full_preset_counts_on_cpu_only_machine():
     planned = expand(matrix.preset("full"), CPU2, CATALOG, KINDS)
-    # 4 workloads x 5 precisions x 3 modes x 2 graphs x devices (1, auto=2)
-    assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2
+    # 4 workloads x 5 precisions x 3 modes x 2 graphs x devices (1, auto=2), then the plain condition of
+    # 4 workloads x (32-true, bf16-mixed) on one device, eager, without graphs
+    assert len(planned) == 4 * len(PRECISIONS) * len(MODES) * 2 * 2 + 4 * 2
+    plain = [p.cell for p in planned if p.cell.value("condition") == "plain"]
+    assert len(plain) == 8 and {(c.devices, c.mode, c.graphs) for c in plain} == {(1, "eager", False)}
     assert {p.cell.size for p in planned} == {"standard"}
     assert {p.cell.devices for p in planned} == {1, 2}
     assert all(p.cell.warmup_steps == 5 and p.cell.steps is None for p in planned)
@@ -600,10 +606,10 @@ def test_unknown_workload_in_a_file_is_caught_at_expansion(tmp_path):
 
 def test_explain_counts():
     summary = explain(expand(matrix.preset("smoke"), CPU2, CATALOG, KINDS))
-    assert (summary.total, summary.runnable, summary.skipped) == (15, 11, 4)
+    assert (summary.total, summary.runnable, summary.skipped) == (17, 13, 4)
     assert summary.reasons[0] == ("lazy mode exists only on HPU, not on cpu", 2)
-    assert summary.by_accelerator == (("cpu", 11),)
-    assert summary.lines()[0] == "15 cells: 11 runnable, 4 skipped"
+    assert summary.by_accelerator == (("cpu", 13),)
+    assert summary.lines()[0] == "17 cells: 13 runnable, 4 skipped"
 
 
 def test_matrix_stays_pure():

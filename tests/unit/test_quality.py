@@ -21,6 +21,7 @@ from hpubench.analysis.quality import (
     PARTIAL,
     PRECEDENCE,
     RECOMPILED,
+    UNMEASURED,
     UNSTABLE,
     Quality,
     assess,
@@ -159,6 +160,7 @@ FACTS = {
     PARTIAL: {"partial": {"steps_done": 40, "reason": "timed out"}},
     RECOMPILED: {"compiles_measured": 2},
     INTERFERED: {"interference": 0.4},
+    UNMEASURED: {"interference_error": "FileNotFoundError: /proc/stat"},
 }
 
 
@@ -171,10 +173,14 @@ def _problem(verdict: str) -> tuple[np.ndarray, dict, float]:
 
 
 def test_precedence_is_cause_before_symptom():
-    assert PRECEDENCE == (PARTIAL, RECOMPILED, INTERFERED, UNSTABLE, NOISY, OK)
+    assert PRECEDENCE == (PARTIAL, RECOMPILED, INTERFERED, UNSTABLE, NOISY, UNMEASURED, OK)
 
 
-@pytest.mark.parametrize("a,b", list(itertools.combinations(PRECEDENCE[:-1], 2)))
+# Interfered and unmeasured never come together: a window in which interference was seen was measured.
+PAIRS = [p for p in itertools.combinations(PRECEDENCE[:-1], 2) if p != (INTERFERED, UNMEASURED)]
+
+
+@pytest.mark.parametrize("a,b", PAIRS)
 def test_two_problems_list_both_reasons_and_take_the_more_severe_verdict(a, b):
     steps_a, facts_a, hw_a = _problem(a)
     steps_b, facts_b, hw_b = _problem(b)
@@ -395,7 +401,9 @@ def test_a_single_configuration_is_never_called_a_winner():
 def test_interference_within_its_tick_resolution_is_not_called_interference():
     # A 30 ms window on 2 CPUs: /proc/stat's 10 ms ticks leave the share known to about +-60%.
     short = {"interference": 0.15, "interference_detail": {"resolution": 0.62}}
-    assert assess(TIGHT, short).verdict == OK
+    assert assess(TIGHT, {**short, "run_queue_wait": 0.0}).verdict == OK
+    # Without the run-queue figure nothing measured that window: never ok.
+    assert assess(TIGHT, short).verdict == UNMEASURED
     # The same share measured over a long window (fine resolution) is interference.
     fine = {"interference": 0.15, "interference_detail": {"resolution": 0.01}}
     q = assess(TIGHT, fine)

@@ -77,6 +77,12 @@ resident set is not deterministic (identical runs here: 280-355 MiB), so for it 
 more runs a side; with fewer, growth past the threshold is "noisy", never a failure. Process RSS and
 device memory are different quantities and are never compared.
 
+Numerics: a cell whose numerics regress (``ok`` in the baseline, ``drift`` or ``diverged`` now, each side's
+worst over its runs: :mod:`hpubench.analysis.numerics`) fails the gate as a "numerics regression", its own
+outcome, whatever its throughput did: a step made faster by a cast or a graph that broke the loss is no
+improvement. A baseline recorded before numerics were checked, or ``unchecked`` on either side, is no
+evidence either way: never a failure, and a note says which cells were not compared.
+
 Failures: a cell that failed (in any repetition) in current and in none in baseline fails the gate. A cell
 in baseline that current lacks, or that current skipped, is "missing": whether that fails the gate is
 ``missing="fail"`` (default: a run cut short must not pass) or ``"ignore"``. New cells never fail.
@@ -102,7 +108,7 @@ from hpubench.analysis.gate.outcomes import (
     GateResult,
 )
 from hpubench.analysis.gate.rules import GateSettings
-from hpubench.analysis.gate.verdicts import measured_verdict, throughput_change
+from hpubench.analysis.gate.verdicts import measured_verdict, throughput_change, with_numerics
 from hpubench.analysis.stats.correction import adjust_pvalues
 from hpubench.analysis.stats.estimator import Change, RunSpread
 from hpubench.errors import UsageError
@@ -204,13 +210,16 @@ def _verdicts(
     verdicts: list[CellVerdict] = []
     for key, b in b_map.items():
         if key in settled:
-            verdicts.append(settled[key])
+            v = settled[key]
         elif key in changes:
             p_slow, p_fast = adjusted.get(key, (1.0, 1.0))
-            verdicts.append(measured_verdict(key, b, c_map[key], changes[key], p_slow, p_fast, s))
+            v = measured_verdict(key, b, c_map[key], changes[key], p_slow, p_fast, s)
         else:
-            verdicts.append(missing_from_current(key, b, s))
-    verdicts += [new_in_current(key, c) for key, c in c_map.items() if key not in b_map]
+            v = missing_from_current(key, b, s)
+        verdicts.append(with_numerics(v, b, c_map.get(key)))
+    verdicts += [
+        with_numerics(new_in_current(key, c), None, c) for key, c in c_map.items() if key not in b_map
+    ]
     return verdicts
 
 

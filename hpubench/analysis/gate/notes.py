@@ -1,6 +1,6 @@
 """The notes under a gate's verdict: what a reader must know to trust it (cells that could not be tested,
 spreads that were modelled, too few runs for the permutation test, sides measured apart, a changed device
-or thread or heap policy).
+or thread or heap policy, numerics that could not be compared).
 
 Separate from the verdicts: notes never change a decision, they only qualify it. Pure.
 """
@@ -16,6 +16,8 @@ from hpubench.analysis.gate.rules import (
     permutation_test_can_decide,
     runs_needed_for_permutation_test,
 )
+from hpubench.analysis.numerics import DIVERGED, DRIFT, UNCHECKED
+from hpubench.analysis.numerics import OK as NUMERICS_OK
 from hpubench.analysis.stats.estimator import INSUFFICIENT_ADVICE, Change
 
 
@@ -47,6 +49,39 @@ def policy_notes(b_map: dict[str, CellRuns], c_map: dict[str, CellRuns], matched
                 "cell's figure without any change of the code; measure both sides under one policy"
             )
     return notes
+
+
+def numerics_notes(
+    b_map: dict[str, CellRuns], c_map: dict[str, CellRuns], matched: Sequence[str]
+) -> list[str]:
+    """One note naming the cells measured on both sides whose numerics were not compared (a side without a
+    verdict, or unchecked), and which of them are drift or diverged now: they pass on numerics untested."""
+    why: dict[str, list[str]] = {}
+    bad_now = []
+    for k in matched:
+        b, c = b_map[k], c_map[k]
+        if not (b.measured and c.measured) or b.numerics == c.numerics in (NUMERICS_OK, None):
+            continue  # both ok, or both from before numerics (the table's "-/-" says so)
+        if b.numerics is None:
+            reason = "baseline recorded before numerics were checked"
+        elif UNCHECKED in (b.numerics, c.numerics):
+            reason = f"unchecked in {'baseline' if b.numerics == UNCHECKED else 'current'}"
+        elif c.numerics is None:
+            reason = "current recorded without numerics"
+        else:
+            continue  # both judged: with_numerics decided
+        why.setdefault(reason, []).append(k)
+        if c.numerics in (DRIFT, DIVERGED):
+            bad_now.append(f"{k} ({c.numerics})")
+    if not why:
+        return []
+    parts = "; ".join(f"{len(keys)} {reason}" for reason, keys in why.items())
+    note = f"numerics not compared for {sum(map(len, why.values()))} cell(s) ({parts}): never a failure"
+    if bad_now:
+        note += f"; current numerics are not ok for {', '.join(bad_now)}"
+    if "baseline recorded before numerics were checked" in why:
+        note += "; re-save the baseline with this hpubench ('hpubench baseline save') to gate on numerics"
+    return [note]
 
 
 def _span(groups: Sequence[CellRuns]) -> tuple[datetime, datetime] | None:
@@ -133,4 +168,5 @@ def gate_notes(
     if changed:
         notes.append(f"the device changed between baseline and current ({'; '.join(changed)})")
     notes.extend(policy_notes(b_map, c_map, matched))
+    notes.extend(numerics_notes(b_map, c_map, matched))
     return tuple(notes)

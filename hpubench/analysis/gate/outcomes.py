@@ -28,6 +28,7 @@ INSUFFICIENT = "insufficient evidence"  # the runs cannot show significance (one
 NOT_COMPARABLE = "not comparable"  # a side's runs are interfered, recompiled or partial: fails if strict
 
 # Outcomes of a cell (a metric decision, or what happened to the cell itself).
+NUMERICS_REGRESSION = "numerics regression"  # numerics ok in baseline, drift or diverged now: fails the gate
 FAILED = "failed"  # failed in current, not in baseline: fails the gate
 STILL_FAILING = "still failing"  # failed in both: reported, does not fail the gate
 FIXED = "fixed"  # failed in baseline, measured in current
@@ -35,6 +36,7 @@ MISSING = "missing"  # in baseline, absent or skipped in current
 NEW = "new"  # only in current (or measured now, skipped before)
 SKIPPED = "skipped"  # skipped on both sides
 OUTCOMES: tuple[str, ...] = (
+    NUMERICS_REGRESSION,
     REGRESSION,
     FAILED,
     MISSING,
@@ -85,6 +87,8 @@ class CellVerdict:
     current_runs: int = 0
     baseline_quality: str | None = None  # the worst quality verdict of each side's runs (None: unknown)
     current_quality: str | None = None
+    baseline_numerics: str | None = None  # the worst numerics verdict of each side's runs (None: unknown)
+    current_numerics: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
-        """0: passed; 1: a regression, a new failure or (by policy) a missing cell."""
+        """0: passed; 1: a regression (of throughput, memory or numerics), a new failure or (by policy) a
+        missing cell."""
         return 0 if self.passed else 1
 
     @property

@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from hpubench.analysis.compare import CellRuns
 from hpubench.analysis.gate.inputs import comparable_runs, left_out_reasons
 from hpubench.analysis.gate.outcomes import (
+    FAILED,
     IMPROVEMENT,
     INSUFFICIENT,
     MEMORY,
     NO_CHANGE,
     NOISY,
     NOT_TESTED,
+    NUMERICS_REGRESSION,
     REGRESSION,
     THROUGHPUT,
     CellVerdict,
     MetricVerdict,
 )
 from hpubench.analysis.gate.rules import MIN_RSS_RUNS, GateSettings
+from hpubench.analysis.numerics import DIVERGED, DRIFT
+from hpubench.analysis.numerics import OK as NUMERICS_OK
 from hpubench.analysis.stats.estimator import INSUFFICIENT_ADVICE, Change, RunSpread, estimate_change
 from hpubench.store.record import CellResult
 
@@ -199,3 +204,25 @@ def measured_verdict(
         b.quality,
         c.quality,
     )
+
+
+def numerics_regressed(baseline: str | None, current: str | None) -> bool:
+    """ok in the baseline, drift or diverged now. A baseline without a verdict (saved before numerics were
+    checked) or unchecked is no evidence of what the cell trained like, so it never makes a regression."""
+    return baseline == NUMERICS_OK and current in (DRIFT, DIVERGED)
+
+
+def with_numerics(v: CellVerdict, b: CellRuns | None, c: CellRuns | None) -> CellVerdict:
+    """``v`` with each side's worst numerics verdict, and failing as a numerics regression where they
+    regressed: an outcome of its own, whatever throughput and memory decided, since a faster step that no
+    longer trains is no improvement. A cell that fails already keeps its outcome, the numerics added to its
+    reason."""
+    bn = None if b is None else b.numerics
+    cn = None if c is None else c.numerics
+    v = replace(v, baseline_numerics=bn, current_numerics=cn)
+    if c is None or not numerics_regressed(bn, cn):
+        return v
+    why = f"numerics {bn} -> {cn}" + (f": {c.numerics_reasons[0]}" if c.numerics_reasons else "")
+    if v.outcome == FAILED:
+        return replace(v, reason=f"{v.reason}; {why}")
+    return replace(v, outcome=NUMERICS_REGRESSION, fails=True, reason=f"{why}; {v.reason}")

@@ -40,3 +40,15 @@ def print_observations(results: Sequence[CellResult], run_dir: Path | None) -> N
         out_console.print(table)
     for line in absent_telemetry_notes(results):
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def print_tuning(results: Sequence[CellResult]) -> None:
+    """Each configuration measured under both conditions: the tuned figure beside what a plain script
+    gets, and the settings worth copying into the user's own training, with their measured cost."""
+    from hpubench.analysis.tuning import summary_lines, tunings  # deferred as above (pandas via compare)
+
+    lines = summary_lines(tunings(results))
+    if lines:
+        out_console.print("tuned (the harness's host settings) vs plain (what a plain script gets):")
+    for line in lines:
+        out_console.print(line, highlight=False, markup=False, soft_wrap=True)

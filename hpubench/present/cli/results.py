@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from hpubench.errors import UsageError
-from hpubench.present.cli.consoles import err_console, out_console, print_observations
+from hpubench.present.cli.consoles import err_console, out_console, print_observations, print_tuning
 from hpubench.present.cli.options import WideOpt
 
 DEFAULT = "show"
@@ -67,6 +67,7 @@ def show(
         )
         if profile:
             print_observations(loaded, paths[0] if len(paths) == 1 and paths[0].is_dir() else None)
+        print_tuning(loaded)
     elif fmt == "csv":
         sys.stdout.write(results_frame(loaded).to_csv(index=False))
     else:

@@ -23,7 +23,7 @@ from hpubench.plan.modeldirs import with_model_dirs
 from hpubench.plan.runoptions import RunOptions
 from hpubench.plan.shard import Shard
 from hpubench.plugins.files import import_limit_s
-from hpubench.present.cli.consoles import err_console, out_console, print_observations
+from hpubench.present.cli.consoles import err_console, out_console, print_observations, print_tuning
 from hpubench.present.cli.options import (
     DEFAULT_TIMEOUT_S,
     DimsOpt,
@@ -252,6 +252,7 @@ def _show_results(flags: RunFlags, setup: _Setup, results: list[Any]) -> None:
         *results_view(results, f"hpubench run -> {out}", out_console.width, flags.wide), sep="\n"
     )
     print_observations(results, out)
+    print_tuning(results)
     failed = sum(r.status == "failed" for r in results)
     if failed:
         where = f"{out}/cells.jsonl" if setup.writes_records else "node 0's records"

@@ -54,6 +54,17 @@ def quality_cell(v: Any, row: FrameRow) -> TableCell:
     )
 
 
+def numerics_cell(v: Any, row: FrameRow) -> TableCell:
+    """The numerics verdict, its reasons as the tooltip; "–" (never ok) for a record from before numerics."""
+    absent = numfmt.missing(v)
+    return TableCell(
+        numfmt.MISSING if absent else str(v),
+        sort="" if absent else str(v),
+        title="" if numfmt.missing(row["numerics_reasons"]) else str(row["numerics_reasons"]),
+        badge_cls="" if absent else f"n-{v}",
+    )
+
+
 def mfu_cell(v: Any, row: FrameRow) -> TableCell:
     return number(
         v,

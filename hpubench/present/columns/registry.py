@@ -15,16 +15,20 @@ from hpubench.present.columns.pagecells import (
     NOT_APPLICABLE,
     dollars,
     mfu_cell,
+    numerics_cell,
     peak_cell,
     price_cell,
     quality_cell,
     with_workload,
 )
+from hpubench.present.columns.phasecells import phase_cell, phase_split, phase_text
 from hpubench.present.columns.terminal import (
     compact_figure,
     fixed_ms,
     label,
     note,
+    numerics,
+    numerics_style,
     peak,
     peak_of_any_run,
     percent,
@@ -111,7 +115,8 @@ _OUTCOME = (
         "Quality",
         "can the figure be trusted: ok, noisy (wide interval), unstable (halves differ), interfered "
         "(other processes took the cores), recompiled (compiled while measured), partial (stopped "
-        "early); hover a value for the reasons; '–' = recorded before verdicts",
+        "early), unmeasured (conditions not measurable in the window); hover a value for the reasons; "
+        "'–' = recorded before verdicts",
         get_runs=quality,
         wide=Term(
             lambda v: "-" if v is None else v, "quality", style=quality_style, justify="left", no_wrap=True
@@ -124,6 +129,20 @@ _OUTCOME = (
         "the quality verdict, or the status of a cell without a measured run",
         get_runs=verdict,
         narrow=Term(str, "quality", style=verdict_style, justify="left", overflow="fold", no_wrap=True),
+    ),
+    Column(
+        "numerics",
+        "Numerics",
+        "does the cell still train: ok (loss within tolerance of the 32-true eager reference), drift "
+        "(finite but off), diverged (not finite), unchecked (no comparable reference); worst over "
+        "repetitions; hover a value for the reasons; '–' = recorded before numerics were checked",
+        get_runs=numerics,
+        wide=Term(
+            lambda v: "-" if v is None else v, "numerics", style=numerics_style, justify="left", no_wrap=True
+        ),
+        # None in the 80-column table: a column there folds the cell keys to nothing (measured at 70 and 80
+        # columns); that table says the numerics in a line under it (narrowtable.numerics_line).
+        html=Html(numerics_cell),
     ),
 )
 _FIGURES = (
@@ -210,6 +229,19 @@ _FIGURES = (
         figure=True,
         wide=Term(scaling_text, "scaling"),
         narrow=compact_figure("scaling", scaling_text),
+    ),
+    Column(
+        "phases",
+        "Fwd/bwd/opt",
+        "where the step's time goes: forward, backward and optimizer as shares of the measured mean step "
+        "(medians of a few steps run after the measured ones, each phase between device syncs), then "
+        "res, the residue the phases do not account for (negative: they took longer apart); data: the "
+        "host loader's wait beside the step (--loader host); 'not split': one captured or lazy graph, "
+        "hover for why",
+        get_runs=phase_split,
+        figure=True,
+        wide=Term(phase_text, "fwd/bwd/opt"),
+        html=Html(phase_cell),
     ),
 )
 _ECONOMICS = (

@@ -7,6 +7,9 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from hpubench.analysis.numerics import OK as NUMERICS_OK
+from hpubench.analysis.numerics import UNCHECKED
+from hpubench.analysis.numerics import worst as worst_numerics
 from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
 from hpubench.present import numfmt
 from hpubench.present.columns.model import Runs, Spread, Term
@@ -35,6 +38,12 @@ def quality(runs: Runs) -> str | None:
         return runs.records[0].quality
     q = assess_repeats(list(runs.records))
     return None if q is None else q.verdict
+
+
+def numerics(runs: Runs) -> str | None:
+    """The worst numerics verdict of the cell's runs (a failed one too: a diverged loss fails the cell); None
+    for records written before numerics were checked, which no table shows as ok."""
+    return worst_numerics(r.numerics for r in runs.records)
 
 
 def verdict(runs: Runs) -> str:
@@ -113,6 +122,12 @@ def quality_style(verdict: str | None) -> str:
     if verdict is None:
         return "dim"
     return "green" if verdict == OK else "red" if verdict == PARTIAL else "yellow"
+
+
+def numerics_style(verdict: str | None) -> str:
+    if verdict is None:
+        return "dim"
+    return "green" if verdict == NUMERICS_OK else "yellow" if verdict == UNCHECKED else "red"
 
 
 def verdict_style(word: str) -> str:

@@ -1,5 +1,5 @@
 """The worker's second step: the resolved cell's warm-up and measured steps, and what is observed around
-them (conditions, compile counts, memory, telemetry, loader and profile passes).
+them (conditions, compile counts, memory, telemetry, loader, profile and phase passes).
 
 The order is the measurement's own and fixed here: observers start before the warm-up, ride on the steps'
 hooks outside every timed bracket, and the extra passes run only after the plain steps and the memory
@@ -9,22 +9,24 @@ snapshot. The runtime facts learned on the way come back in :class:`Measured`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from hpubench.analysis import peaks
 from hpubench.measure.clocks import WARMUP_NOTE
+from hpubench.measure.compilecount import CompileProgress
 from hpubench.measure.conditions_probe import InterferenceMeter
 from hpubench.measure.loader import host_batches
 from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
 from hpubench.measure.steps import StepTimes, measure_steps
 from hpubench.measure.stopping import AutoStop
-from hpubench.plan.autosteps import warmup_extension
+from hpubench.plan.autosteps import WarmupAsk, WarmupRule, merge_asks
 from hpubench.plan.extrawork import learned_facts
 from hpubench.precision import apply as precision
 from hpubench.run.cellrun.facts import Facts, Learned, runtime_of
+from hpubench.run.cellrun.reference import LossTap, numerics_facts, runtime_numerics
 from hpubench.run.cellrun.resolve import SEED, Resolved
 from hpubench.run.stepfeed import FeedHeader, StepFeed
 from hpubench.strategy import runtime as strategies
@@ -77,8 +79,9 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
         feed = open_feed(resolved, volume, progress_path)
         auto, more_warmup = adaptive_steps(resolved, feed)
         clock = acc.step_clock()
+        tap = LossTap(feed.on_step_time if feed is not None else None)  # the first losses, for numerics
         try:
-            times, step_facts = timed_steps(resolved, observation, meter, feed, auto, more_warmup, clock)
+            times, step_facts = timed_steps(resolved, observation, meter, tap, auto, more_warmup, clock)
             learned.extend(step_facts)
             memory, after_facts = after_steps(resolved, observation, meter, times)
             learned.extend(after_facts)
@@ -86,8 +89,11 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
             observation.close()
             if feed is not None:
                 feed.close()
-        learned.extend(stop_facts(resolved, times, auto))
+        learned.extend(stop_facts(resolved, times, auto, more_warmup))
+        # The numerics reference runs last, after every pass: it never touches the figures or the memory.
+        learned.add("numerics", numerics_facts(resolved, tap.losses if world == 1 else (), progress_path))
         if world > 1:
+            observation.phases = strategy.gather(observation.phases)[0]  # rank 0's, on every rank
             known = (learned.get("distributed"), learned.get("compiles_measured"))
             times, memory, rank_facts = gather_ranks(resolved, times, memory, *known)
             learned.extend(rank_facts)
@@ -134,36 +140,34 @@ def open_feed(resolved: Resolved, volume: StepVolume, progress_path: str | None)
     return StepFeed(progress_path, header)
 
 
-def adaptive_steps(
-    resolved: Resolved, feed: StepFeed | None
-) -> tuple[AutoStop | None, Callable[[Sequence[float]], int] | None]:
-    """Under ``--steps auto``: the stop condition and the warm-up extension; (None, None) otherwise.
+def adaptive_steps(resolved: Resolved, feed: StepFeed | None) -> tuple[AutoStop | None, WarmupRule]:
+    """The warm-up's end on every cell (until the compiler is done, :class:`WarmupRule`) and, under
+    ``--steps auto``, the stop condition (None otherwise) and the warm-up's minimum time.
 
-    In a distributed cell every rank adopts rank 0's decisions, taken at round ends: a rank still warming
-    up or measuring would meet the others' all-reduce.
+    In a distributed cell every rank adopts the same decisions: the warm-up's from every rank's ask merged
+    (a compile on any rank keeps all warming up), the stop condition's from rank 0 at round ends; a rank
+    still warming up or measuring would meet the others' all-reduce.
     """
     cell, strategy = resolved.cell, resolved.strategy
+
+    def agree_warmup(ask: WarmupAsk) -> WarmupAsk:
+        return merge_asks(strategy.gather(ask))
+
+    min_warmup_s = cell.auto_steps.min_time_s if cell.auto_steps is not None else 0.0
+    rule = WarmupRule(cell.warmup_steps, min_warmup_s, agree_warmup if strategy.world_size > 1 else None)
     if cell.auto_steps is None:
-        return None, None
+        return None, rule
     agree = (lambda reason: strategy.gather(reason)[0]) if strategy.world_size > 1 else None
-    auto = AutoStop(cell.auto_steps, agree, on_round=feed.note if feed is not None else None)
-    min_warmup_s = cell.auto_steps.min_time_s
-
-    def more_warmup(warmup_s: Sequence[float]) -> int:
-        extra = warmup_extension(warmup_s, min_warmup_s)
-        # Every rank runs rank 0's count: a rank still warming up would meet the others' all-reduce.
-        return strategy.gather(extra)[0] if strategy.world_size > 1 else extra
-
-    return auto, more_warmup
+    return AutoStop(cell.auto_steps, agree, on_round=feed.note if feed is not None else None), rule
 
 
 def timed_steps(
     resolved: Resolved,
     observation: Observation,
     meter: InterferenceMeter,
-    feed: StepFeed | None,
+    tap: LossTap,
     auto: AutoStop | None,
-    more_warmup: Callable[[Sequence[float]], int] | None,
+    more_warmup: WarmupRule,
     clock: StepClock,
 ) -> tuple[StepTimes, Facts]:
     """The warm-up and measured steps, with the observers on their hooks, and what the step itself
@@ -184,21 +188,24 @@ def timed_steps(
                 cell.warmup_steps,
                 auto if auto is not None else cell.steps,
                 on_warmup_done=warmup_done,
-                on_step_time=feed.on_step_time if feed is not None else None,
+                on_step_time=tap.on_step_time,  # passes each step on to the feed
                 more_warmup=more_warmup,
                 clock=clock,
+                compiles=CompileProgress(observation.compiles.sources),
                 **meter.hooks(observation.measure_hooks()),
             )
         finally:
             learned.extend(learned_facts(resolved.step))
+            # The losses so far: a cell whose loss turned non-finite keeps them in its failed record.
+            learned.add("numerics", runtime_numerics(tap.losses, None, None))
     return times, learned.new()
 
 
 def after_steps(
     resolved: Resolved, observation: Observation, meter: InterferenceMeter, times: StepTimes
 ) -> tuple[MemoryStats | None, Facts]:
-    """The conditions of the measured window, the memory after it, the observers' facts, then the loader
-    and profile passes, which run last so they touch neither the figures nor the peak memory."""
+    """The conditions of the measured window, the memory after it, the observers' facts, then the loader,
+    profile and phase passes, which run last so they touch neither the figures nor the peak memory."""
     cell, acc, prepared = resolved.cell, resolved.acc, resolved.prepared
     learned = Learned()
     with learned.keeping():
@@ -222,23 +229,14 @@ def after_steps(
             plain_step_mean_s,
             measured_steps=len(times.measured_s),
         )
+        observation.phase_pass(resolved.phases, resolved.batches, times.measured_s)
     return memory, learned.new()
 
 
-def stop_facts(resolved: Resolved, times: StepTimes, auto: AutoStop | None) -> Facts:
-    """Why the measured steps stopped, and how far the warm-up was stretched: a figure from an adaptive
-    run says what decided its length."""
-    cell = resolved.cell
-    facts: Facts = (("steps_stop", times.stop_reason),)
-    if len(times.warmup_s) > cell.warmup_steps:
-        min_time_s = cell.auto_steps.min_time_s if cell.auto_steps else 0
-        facts += (
-            (
-                "warmup_extended",
-                f"{cell.warmup_steps} warm-up steps + {len(times.warmup_s) - cell.warmup_steps} more to "
-                f"reach {min_time_s:g} s after the first (--steps auto)",
-            ),
-        )
+def stop_facts(resolved: Resolved, times: StepTimes, auto: AutoStop | None, warmup: WarmupRule) -> Facts:
+    """Why the measured steps stopped, and how long the warm-up ran and why it stopped: a figure says
+    what decided its length."""
+    facts: Facts = (("steps_stop", times.stop_reason), *warmup.facts(times.warmup_s, times.warmup_compiles))
     if auto is not None:
         facts += (("steps_auto", auto.summary(times.measured_s)),)
     return facts

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping
+from typing import Any
 
 from hpubench import accelerators
+from hpubench.analysis import numerics
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.quality import with_quality
 from hpubench.errors import CellSkipped
+from hpubench.measure.steps import NonFiniteLoss
 from hpubench.plan.cell import Cell
 from hpubench.run.cellrun.facts import Facts, Learned, runtime_of
 from hpubench.run.cellrun.measure import Measured
@@ -45,6 +49,10 @@ def record(cell: Cell, resolved: Resolved, measured: Measured) -> CellResult:
             peak=volume.peak,
         )
         resolved.strategy.teardown()
+        runtime = runtime_of(facts)
+        verdict, reasons = numerics.judge_facts(
+            runtime.get("numerics"), cell.precision, cell.mode, cell.graphs
+        )
         # The verdict on the figure (hpubench.analysis.quality) is judged here, where every fact it reads is
         # known.
         return with_quality(
@@ -53,11 +61,13 @@ def record(cell: Cell, resolved: Resolved, measured: Measured) -> CellResult:
                 STATUS_OK,
                 metrics=metrics,
                 memory=measured.memory,
-                runtime=runtime_of(facts),
+                runtime=runtime,
                 step_times_s=times.measured_s,
                 warmup_times_s=times.warmup_s,
                 started_at=resolved.start.started_at,
                 wall_s=time.perf_counter() - resolved.start.t0,
+                numerics=verdict,
+                numerics_reasons=reasons,
                 **measured.observed,
             )
         )
@@ -84,9 +94,22 @@ def record_stopped(cell: Cell, cause: Exception, facts: Facts, start: Start) -> 
         reason=failure_reason(cell, cause),
         traceback_tail="\n".join(tail),
         runtime=runtime,
+        **failed_numerics(cell, cause, runtime.get("numerics")),
         started_at=start.started_at,
         wall_s=time.perf_counter() - start.t0,
     )
+
+
+def failed_numerics(cell: Cell, cause: Exception, facts: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The numerics of a failed cell: ``diverged`` where its loss left the finite range (the failure's own
+    words as the reason), else ``unchecked``, since no complete trajectory exists to judge."""
+    if isinstance(cause, NonFiniteLoss):
+        return {"numerics": numerics.DIVERGED, "numerics_reasons": (one_line(cause),)}
+    verdict, reasons = numerics.judge_facts(facts, cell.precision, cell.mode, cell.graphs)
+    if verdict == numerics.DIVERGED:
+        return {"numerics": verdict, "numerics_reasons": reasons}
+    why = "the cell failed before its steps could be compared with the reference"
+    return {"numerics": numerics.UNCHECKED, "numerics_reasons": (why,)}
 
 
 def failure_reason(cell: Cell, exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from hpubench.errors import CellSkipped
 from hpubench.measure.conditions_probe import thread_facts
 from hpubench.measure.heap import heap_policy, plan_heap
 from hpubench.measure.heap_probe import apply_heap_plan
+from hpubench.measure.phases import PhasePlan
 from hpubench.plan.cell import Cell, flops_key
 from hpubench.plan.extrawork import apply_options
 from hpubench.plan.runoptions import RunOptions
@@ -29,7 +30,8 @@ from hpubench.precision import apply as precision
 from hpubench.precision import spec as precisions
 from hpubench.run.batches import synthetic_batches
 from hpubench.run.cellrun.facts import Facts, Learned
-from hpubench.run.trainstep import build_step, make_optimizer, step_factory
+from hpubench.run.hostcondition import condition_facts
+from hpubench.run.trainstep import build_phases, build_step, make_optimizer, phase_factory, step_factory
 from hpubench.strategy import runtime as strategies
 from workloads.flops import count_step_flops
 
@@ -82,6 +84,7 @@ class Resolved:
     model: nn.Module  # as the strategy wrapped it
     optimizer: torch.optim.Optimizer
     step: StepFn  # with the mode, graph capture and harness options applied
+    phases: PhasePlan  # the step as separate phases, for the split after the measured steps
     batches: tuple[Batch, ...]
     flops_per_step: int  # per device
     flops_conv_share: float | None  # counted only where convolutions may run at another rate
@@ -115,8 +118,10 @@ def resolve(cell: Cell, start: Start, options: RunOptions, flops_hints: Mapping[
 
         optimizer = make_optimizer(workload, model, capturable=acc.optimizer_capturable(cell.graphs))
         make_step = step_factory(workload, optimizer, prepared, acc)
-        step, step_facts = build_step(cell, model, make_step, acc, batches[0])
+        step, step_facts, stepped = build_step(cell, model, make_step, acc, batches[0])
         learned.extend(step_facts)
+        make_phases = phase_factory(workload, optimizer, prepared, acc)
+        phases = build_phases(cell, stepped, make_phases, acc, strategy.name, strategy.world_size)
         # Workload options the harness implements (extra_work: a planted, calibrated slowdown).
         step = apply_options(
             dict(cell.options), workload, step, cell.warmup_steps, acc.synchronize, place.device
@@ -143,6 +148,7 @@ def resolve(cell: Cell, start: Start, options: RunOptions, flops_hints: Mapping[
         flops_per_step=flops_per_step,
         flops_conv_share=conv_share,
         facts=learned.new(),
+        phases=phases,
     )
 
 
@@ -179,6 +185,7 @@ def place_cell(cell: Cell) -> Placement:
         ("software", acc.software_versions()),
         ("threads", thread_facts(strategy.thread_policy or "unknown")),
         ("heap", heap),
+        ("condition", condition_facts(cell)),
     )
     if strategy.world_size > 1:
         facts += (("distributed", distributed_facts(cell, strategy)),)

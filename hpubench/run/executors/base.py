@@ -32,6 +32,7 @@ from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run import proctree
 from hpubench.run.executors.result import Detected, collect, failed
+from hpubench.run.hostcondition import condition_env
 from hpubench.run.sourceroot import with_source_root
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
@@ -179,6 +180,7 @@ def cell_signature(cell: Cell) -> EnvSignature:
     """The pre-import environment ``cell`` needs; one zygote serves each. KeyError: unknown accelerator."""
     env = accelerators.fork_server_env()
     env.update(accelerators.get(cell.accelerator).env_before_import(cell))
+    env.update(condition_env(cell))
     return tuple(sorted(env.items()))
 
 

@@ -35,6 +35,7 @@ from hpubench.precision import spec as precisions
 from hpubench.run.detect import detect
 from hpubench.run.doctorfacts import child_facts
 from hpubench.run.forkserver.wire import USAGE_ERROR_PREFIX
+from hpubench.run.hostcondition import note_fresh_interpreter
 from hpubench.store.record import STATUS_FAILED, CellResult
 from hpubench.store.rundir import write_json_atomic
 
@@ -235,6 +236,7 @@ def run_once(
     # The launcher already made this process a session leader and created the log.
     redirect_stdio(log, truncate=False)
     arm_faulthandler()
+    note_fresh_interpreter()
     cell_data = json.loads(cell_json)
     try:
         prepare(workload_files)

@@ -1,0 +1,240 @@
+"""Does hpubench's figure agree with what a plain training script of the same work gets, under each host
+condition? (``make bench``; issue 33.)
+
+For each workload (mlp, gpt, resnet at tiny size; hf:gpt2 tiny where transformers is installed), fp32,
+eager, one CPU process, and each condition:
+
+- ``tuned``: hpubench's cell as it runs by default (heap thresholds held by HPUBENCH_MALLOC=steady, threads
+  by HPUBENCH_CPU_THREADS=cores-1), beside the plain script given the same settings through the
+  environment a user would set (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS);
+- ``plain``: hpubench's ``--condition plain`` cell beside the plain script with nothing set.
+
+The plain script (``benchmarks/plainloop.py``) is a fresh process importing nothing of the harness. Each
+round runs every contender once, each a process of its own, the order alternating between rounds; the
+ratio is hpubench's median over the plain script's median (1.00: the same figure). Each process's minor
+page faults per measured step say which heap mode it landed in (``hpubench.analysis.tuning``), so a
+bimodal condition is shown as such instead of averaged away. Never run beside other work: the figures
+are ratios within one run, and a busy neighbour moves them.
+
+``python benchmarks/agreement.py [--rounds 5] [--workloads mlp,gpt,resnet,hf:gpt2] [--json FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
+from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
+from hpubench.measure.heap import HEAP_ENV, MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
+from hpubench.run.cellrun.resolve import N_BATCHES, SEED  # noqa: E402
+
+PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
+CONDITIONS = ("tuned", "plain")
+# (batch, warm-up, measured steps): the workload's tiny batch, and about 1.5 s of measured steps on the
+# 2-core dev VM, long enough that a process's start-up draw, not the clock, sets the spread.
+WORKLOADS: dict[str, tuple[int, int, int]] = {
+    "mlp": (256, 20, 1000),
+    "gpt": (8, 10, 200),
+    "resnet": (16, 10, 70),
+    "hf:gpt2": (8, 10, 120),
+}
+# Every variable that sets the heap or the threads: removed before each condition sets its own.
+CLEARED = (
+    HEAP_ENV,
+    THREADS_ENV,
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_MMAP_MAX_",
+    "GLIBC_TUNABLES",
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+)
+
+
+def base_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    env["HPUBENCH_NO_PROGRESS"] = "1"
+    return env
+
+
+def plain_env(condition: str) -> dict[str, str]:
+    """The plain script's environment: under tuned, the settings a user copies from hpubench's tip."""
+    env = base_env()
+    if condition == "tuned":
+        threads = plan_threads("cores-1", sorted(os.sched_getaffinity(0)), 1, 0, {}).threads
+        env.update(
+            {
+                "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+                "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+                "OMP_NUM_THREADS": str(threads),
+            }
+        )
+    return env
+
+
+def run_plain(name: str, condition: str) -> dict[str, Any]:
+    batch, warmup, steps = WORKLOADS[name]
+    out = subprocess.run(
+        [sys.executable, str(PLAIN_LOOP), name, "tiny", str(batch), str(warmup), str(steps)],
+        env=plain_env(condition),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return {
+        "samples_per_s": r["samples_per_s"],
+        "faults": r["minor_faults_per_step"],
+        "threads": r["torch_threads"],
+    }
+
+
+def matrix_file(names: list[str], condition: str, folder: Path) -> Path:
+    grids = []
+    for name in names:
+        batch, warmup, steps = WORKLOADS[name]
+        grids.append(
+            f'[[grid]]\nworkload = "{name}"\nbatch_size = {batch}\nwarmup_steps = {warmup}\nsteps = {steps}\n'
+        )
+    path = folder / f"agreement-{condition}.toml"
+    path.write_text(
+        f'name = "agreement"\nsize = "tiny"\naccelerator = "cpu"\ncondition = "{condition}"\n'
+        + "".join(grids)
+    )
+    return path
+
+
+def run_hpubench(names: list[str], condition: str, folder: Path, rnd: int) -> dict[str, dict[str, Any]]:
+    out = folder / f"run-{condition}-{rnd}"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hpubench",
+            "run",
+            "--matrix",
+            str(matrix_file(names, condition, folder)),
+            "--out",
+            str(out),
+        ],
+        env=base_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for line in (out / "cells.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["status"] != "ok":
+            raise SystemExit(f"hpubench cell {r['key']} {r['status']}: {r.get('reason')}")
+        m, rt = r["metrics"], r["runtime"]
+        faults = (rt.get("page_faults_measured") or {}).get("minor")
+        found[r["cell"]["workload"]] = {
+            "samples_per_s": m["samples_per_s"],
+            "faults": faults / m["measured_steps"] if faults is not None else None,
+            "threads": (rt.get("threads") or {}).get("intra_op"),
+            "quality": r.get("quality"),
+        }
+    return found
+
+
+def modes(runs: list[dict[str, Any]]) -> str:
+    churned = sum(1 for r in runs if r["faults"] is not None and r["faults"] >= CHURN_FAULTS_PER_STEP)
+    return f"{churned}/{len(runs)} churn"
+
+
+def summarise(
+    results: dict[tuple[str, str, str], list[dict[str, Any]]], names: list[str]
+) -> list[dict[str, Any]]:
+    rows = []
+    for condition in CONDITIONS:
+        for name in names:
+            h, p = results[(name, condition, "hpubench")], results[(name, condition, "plain")]
+            hm = statistics.median(r["samples_per_s"] for r in h)
+            pm = statistics.median(r["samples_per_s"] for r in p)
+            rows.append(
+                {
+                    "workload": name,
+                    "condition": condition,
+                    "hpubench": hm,
+                    "plain_script": pm,
+                    "ratio": hm / pm,
+                    "hpubench_range": [
+                        min(r["samples_per_s"] for r in h),
+                        max(r["samples_per_s"] for r in h),
+                    ],
+                    "plain_range": [min(r["samples_per_s"] for r in p), max(r["samples_per_s"] for r in p)],
+                    "hpubench_modes": modes(h),
+                    "plain_modes": modes(p),
+                    "threads": sorted({r["threads"] for r in h} | {r["threads"] for r in p}),
+                    "in_band": 0.98 <= hm / pm <= 1.02,
+                }
+            )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--json", help="also write the rows and every run here")
+    args = ap.parse_args(argv)
+    names = [n for n in args.workloads.split(",") if n]
+    if "hf:gpt2" in names and importlib.util.find_spec("transformers") is None:
+        print("note: transformers is not installed; hf:gpt2 left out", file=sys.stderr)
+        names.remove("hf:gpt2")
+    plain_src = PLAIN_LOOP.read_text()
+    if f"SEED = {SEED}" not in plain_src or f"N_BATCHES = {N_BATCHES}" not in plain_src:
+        raise SystemExit("plainloop.py's SEED or N_BATCHES no longer match the worker's; update plainloop.py")
+    results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="hpubench-agreement-") as tmp:
+        folder = Path(tmp)
+        for rnd in range(args.rounds):
+            for condition in CONDITIONS if rnd % 2 == 0 else CONDITIONS[::-1]:
+                hpubench_first = (rnd // 2) % 2 == 0
+                for side in ("hpubench", "plain") if hpubench_first else ("plain", "hpubench"):
+                    if side == "hpubench":
+                        for name, r in run_hpubench(names, condition, folder, rnd).items():
+                            results.setdefault((name, condition, "hpubench"), []).append(r)
+                    else:
+                        for name in names:
+                            results.setdefault((name, condition, "plain"), []).append(
+                                run_plain(name, condition)
+                            )
+            print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    rows = summarise(results, names)
+    print(f"\nhpubench vs a plain script of the same work, {args.rounds} interleaved rounds, fresh processes")
+    print(
+        f"{'workload':9} {'condition':9} {'hpubench':>10} {'plain':>10} {'ratio':>6}  "
+        "range hpubench / plain; heap modes"
+    )
+    for r in rows:
+        hr, pr = r["hpubench_range"], r["plain_range"]
+        print(
+            f"{r['workload']:9} {r['condition']:9} {r['hpubench']:10,.1f} {r['plain_script']:10,.1f} "
+            f"{r['ratio']:6.3f}  [{hr[0]:,.0f}-{hr[1]:,.0f}] / [{pr[0]:,.0f}-{pr[1]:,.0f}]; "
+            f"{r['hpubench_modes']} / {r['plain_modes']}; "
+            f"threads {r['threads']}{'' if r['in_band'] else '  OUTSIDE 0.98-1.02'}"
+        )
+    if args.json:
+        runs = {"|".join(k): v for k, v in results.items()}
+        Path(args.json).write_text(json.dumps({"rows": rows, "runs": runs}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
