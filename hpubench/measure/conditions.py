@@ -221,6 +221,19 @@ def run_queue_wait(
     return RunQueueWait(fraction, max(0.0, window_s), busy, len(end), busy_cpu / 1e9, busy_wait / 1e9)
 
 
+def self_contended(rq: RunQueueWait, cpus: int) -> str | None:
+    """Why the run-queue figure says nothing of other processes, or None where it does: a cell whose own busy
+    threads outnumber its CPUs (several ranks on a few cores, their communication threads) queues behind
+    itself, and schedstat cannot tell whose thread held the CPU; /proc/stat's share, which subtracts the
+    cell's own CPU time, is the one to read then."""
+    if rq.busy_threads <= cpus:
+        return None
+    return (
+        f"the cell's own {rq.busy_threads} busy threads outnumber its {cpus} CPUs, so they wait for each "
+        f"other ({rq.fraction:.0%} of their runnable time): not a measure of other processes"
+    )
+
+
 def policy_from_env(
     environ: Mapping[str, str], var: str, policies: Sequence[str], default: str, kind: str
 ) -> str:

@@ -33,6 +33,7 @@ from hpubench.measure.conditions import (
     procs_running,
     run_queue_wait,
     schedstat_times,
+    self_contended,
     thread_state,
 )
 
@@ -192,6 +193,9 @@ class InterferenceMeter:
         if self.run_queue is None:
             why = "no per-thread schedstat on this host (no /proc/<pid>/task/*/schedstat, or all zeros)"
             return {**out, "run_queue_detail": {"available": False, "reason": why}}
+        own = self_contended(self.run_queue, len(self.cpus))
+        if own is not None:
+            return {**out, "run_queue_detail": {**self.run_queue.detail(), "available": False, "reason": own}}
         return {**out, "run_queue_wait": self.run_queue.fraction, "run_queue_detail": self.run_queue.detail()}
 
     def hooks(self, hooks: Mapping[str, Callable[..., None]]) -> dict[str, Callable[..., None]]:

@@ -142,7 +142,7 @@ def _exclude(ex: Mapping[str, object]) -> dict[str, object]:
 
 def _smoke() -> MatrixSpec:
     # 3 warm-up steps, then --steps auto bounded for a quick check: at least 10 steps and 0.2 s, at most
-    # 1 s of measured steps per cell (13 cells run on a CPU-only machine, so at most ~13 s of measuring;
+    # 1 s of measured steps per cell (13 cells run on a CPU-only machine, so at most ~14.5 s of measuring;
     # the rest of the preset's time is process start, model set-up and compilation).
     common: dict[str, Any] = {
         "size": ("tiny",),
@@ -165,8 +165,10 @@ def _smoke() -> MatrixSpec:
             Grid(workload=("mlp",), mode=("lazy",), **common),
             # (e) graph capture in eager and lazy
             Grid(workload=("mlp",), mode=("eager", "lazy"), graphs=(True,), **common),
-            # (f) two devices: the multi-process path
-            Grid(workload=("mlp",), devices=(2,), **common),
+            # (f) two devices: the multi-process path. Two ranks and their gloo threads share the cores, so
+            # its steps spread more: 1 s of them left the interval just over the 5% noisy bound in 9 of 10
+            # quiet runs (docs/measurements.md, 2026-11-27); 2.5 s brings it inside.
+            Grid(workload=("mlp",), devices=(2,), **{**common, "max_time": 2.5}),
             # (g) mixed precision on a transformer
             Grid(workload=("gpt",), precision=("bf16-mixed",), **common),
             # (h) what a plain script gets, beside (a)'s tuned figures

@@ -26,6 +26,7 @@ from hpubench.measure.conditions import (
     procs_running,
     run_queue_wait,
     schedstat_times,
+    self_contended,
     thread_state,
 )
 from hpubench.measure.conditions_probe import InterferenceMeter, tree_threads
@@ -68,6 +69,16 @@ def test_a_thread_beside_two_hogs_on_two_cores_reads_a_third_or_more():
     w = run_queue_wait({10: (0, 0)}, {10: (24 * MS, 12 * MS)}, 0.036)
     assert w is not None and w.fraction == pytest.approx(1 / 3)
     assert w.fraction > RUN_QUEUE_BOUND
+
+
+def test_a_cell_whose_own_busy_threads_outnumber_its_cpus_is_not_judged_by_its_wait():
+    # Two ranks and their communication threads on two CPUs: they wait for each other, not for others.
+    end = {10: (20 * MS, 16 * MS), 11: (20 * MS, 16 * MS), 12: (10 * MS, 8 * MS)}
+    w = run_queue_wait({}, end, 0.040)
+    assert w is not None and w.busy_threads == 3 and w.fraction > RUN_QUEUE_BOUND
+    why = self_contended(w, 2)
+    assert why is not None and "3 busy threads outnumber its 2 CPUs" in why
+    assert self_contended(w, 4) is None  # enough CPUs: any wait was for another process
 
 
 def test_sleeping_and_briefly_waking_threads_do_not_count():

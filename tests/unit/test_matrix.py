@@ -91,7 +91,14 @@ def test_smoke_on_cpu_only_machine_runs_a_to_c_f_to_h_and_skips_the_rest_with_re
         else:
             assert p.skip_reason and expected in p.skip_reason, (p.cell.key, p.skip_reason)
     assert all(p.cell.warmup_steps == 3 and p.cell.steps is None for p in planned)  # --steps auto
-    assert {p.cell.auto_steps for p in planned} == {AutoSteps(min_time_s=0.2, max_time_s=1.0)}
+    two_ranks = "mlp/tiny/cpu/2x1/32-true/eager/nographs/bsdefault"
+    assert {p.cell.auto_steps for p in planned if p.cell.key != two_ranks} == {
+        AutoSteps(min_time_s=0.2, max_time_s=1.0)
+    }
+    # the two-rank cell measures longer: its steps spread more (hpubench/plan/matrix.py, grid f)
+    assert next(p.cell.auto_steps for p in planned if p.cell.key == two_ranks) == AutoSteps(
+        min_time_s=0.2, max_time_s=2.5
+    )
 
 
 def test_smoke_on_gaudi2_runs_lazy_and_graphs_on_hpu():
