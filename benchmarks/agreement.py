@@ -46,7 +46,7 @@ CONDITIONS = ("tuned", "plain")
 # (batch, warm-up, measured steps): the workload's tiny batch, and about 1.5 s of measured steps on the
 # 2-core dev VM, long enough that a process's start-up draw, not the clock, sets the spread.
 WORKLOADS: dict[str, tuple[int, int, int]] = {
-    "mlp": (256, 20, 1000),
+    "mlp": (64, 20, 3000),
     "gpt": (8, 10, 200),
     "resnet": (16, 10, 70),
     "hf:gpt2": (8, 10, 120),

@@ -18,6 +18,7 @@ from hpubench.analysis.prices import Tables
 from hpubench.analysis.quality import assess_repeats
 from hpubench.analysis.ranking import Contender, Decision, rank
 from hpubench.analysis.scaling import scaling_efficiencies
+from hpubench.plan.dimensions import PLAIN
 from reports.sources import ResultSet, is_test_double
 
 if TYPE_CHECKING:
@@ -175,6 +176,8 @@ def config_label(row: pd.Series, varying: Sequence[str] = ()) -> str:
         parts.insert(0, str(row["size"]))
     if "options" in varying and row["options"]:
         parts.append(str(row["options"]))
+    if row.get("condition") == PLAIN:  # always said: a plain figure is not the harness's tuned one
+        parts.append("plain host")
     return " · ".join(parts)
 
 

@@ -101,6 +101,7 @@ COLUMNS: tuple[str, ...] = (
     "repeat",
     *_CELL_FIELDS,
     "world_size",
+    "condition",
     "status",
     "reason",
     "quality",
@@ -130,6 +131,7 @@ def _row(r: CellResult) -> dict[str, Any]:
     row["options"] = ",".join(f"{k}={v}" for k, v in cell.options)
     row["device_ids"] = None if cell.device_ids is None else ",".join(str(i) for i in cell.device_ids)
     row["world_size"] = cell.world_size
+    row["condition"] = cell.value("condition")  # tuned (the harness's host settings) or plain
     row["status"] = r.status
     row["reason"] = r.reason
     # Flat like every other column: reasons joined with "; " (None where there are none).

@@ -13,8 +13,11 @@ Verdicts, most severe first (:data:`PRECEDENCE`):
 - ``drift``: the trajectory left the reference by more than the tolerance of the cell's precision and
   mode (:data:`TOLERANCES`, measured by ``benchmarks/numerics_tolerance.py``; figures in
   docs/measurements.md).
-- ``unchecked``: no comparable reference exists (several ranks draw their own batches, data not
-  reproducible from the seed, the reference failed), with the reason; never a silent ``ok``.
+- ``unchecked``: no comparable reference exists (data not reproducible from the seed, ranks whose steps
+  one device cannot replay, the reference failed), with the reason; never a silent ``ok``.
+
+A cell of several ranks is compared with the mean of its ranks' losses, against a one-device reference
+that replays the data-parallel step (``hpubench.run.cellrun.rankref``).
 - ``ok``: within the tolerance at every compared step.
 
 Records written before the verdict existed hold ``None``: unjudged, which no table shows as ok.
@@ -207,19 +210,21 @@ def judge_facts(
 
 def reference_steps_planned(cells: Sequence[Cell]) -> tuple[int, ...]:
     """The reference steps each cell of a run (in run order) is expected to compute, for its estimate:
-    :data:`STEPS_COMPARED` for the first one-device cell of each reference (workload, options, size,
-    accelerator, batch) unless a cell in the reference configuration running at least that many steps
-    came first (it becomes the reference), 0 for every other cell. Several ranks compute none."""
+    :data:`STEPS_COMPARED` for the first cell of each reference (workload, options, size, accelerator,
+    batch, ranks) unless a one-device cell in the reference configuration running at least that many steps
+    came first (it becomes the reference), 0 for every other cell. A reference for W ranks trains each step
+    on the W ranks' batches on one device: W times the steps of one batch."""
     covered: set[tuple[Any, ...]] = set()
     out: list[int] = []
     for cell in cells:
         key = (cell.workload, tuple(sorted(dict(cell.options).items())), cell.size, cell.accelerator)
-        key += (cell.batch_size,)
-        if cell.world_size > 1 or key in covered:
+        key += (cell.batch_size, cell.world_size)
+        if key in covered:
             out.append(0)
             continue
         covered.add(key)
         own = cell.precision == REFERENCE_PRECISION and cell.mode == REFERENCE_MODE and not cell.graphs
+        own = own and cell.world_size == 1
         runs = cell.warmup_steps + (cell.steps if cell.steps is not None else STEPS_COMPARED)
-        out.append(0 if own and runs >= STEPS_COMPARED else STEPS_COMPARED)
+        out.append(0 if own and runs >= STEPS_COMPARED else STEPS_COMPARED * cell.world_size)
     return tuple(out)

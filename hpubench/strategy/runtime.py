@@ -73,6 +73,10 @@ class Strategy(ABC):
     def gather(self, obj: Any) -> list[Any]:
         """Every rank's ``obj`` on every rank, in rank order."""
 
+    def from_rank0(self, obj: Any) -> Any:
+        """Rank 0's ``obj`` on every rank (the others pass anything, e.g. None)."""
+        return self.gather(obj)[0]
+
     def barrier(self) -> None:
         """Wait for every rank."""
 
@@ -220,6 +224,14 @@ class DDP(Strategy):
         out: list[Any] = [None] * self.world_size
         dist.all_gather_object(out, obj)
         return out
+
+    def from_rank0(self, obj: Any) -> Any:
+        """A broadcast, not a gather of unequal objects: all_gather_object grows the smaller ranks' buffers
+        in place (``resize_``), which a device tensor type need not support, while a broadcast receives
+        into a buffer made at the sent size."""
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
 
     def barrier(self) -> None:
         if self._barrier_ids is not None:

@@ -52,3 +52,27 @@ def test_a_finite_but_wrong_bf16_loss_is_drift_and_the_reference_is_computed_onc
     cached = list((run / "references").glob("*.json"))
     assert len(cached) == 1
     assert json.loads(cached[0].read_text())["losses"] == facts[0]["reference_losses"]
+
+
+@pytest.mark.slow
+def test_two_ranks_are_judged_against_a_one_device_replay_of_their_step(cli, tmp_path):
+    """mlp and resnet (BatchNorm: each rank normalises its own batch, as the replay's slices do) at two
+    ranks are ``ok`` against their own two-rank reference; the planted bf16 error is ``drift``."""
+    run = tmp_path / "run"
+    proc = cli("run", "-w", "mlp,resnet", "--devices", "2", "--steps", "10", "-o", str(run))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = {r["cell"]["workload"]: r for r in records(run)}
+    assert set(recs) == {"mlp", "resnet"}
+    for r in recs.values():
+        assert r["status"] == "ok" and r["numerics"] == "ok", r["numerics_reasons"]
+        facts = r["runtime"]["numerics"]
+        assert facts["ranks"] == 2 and facts["steps_compared"] == 8
+        assert facts["reference_key"].endswith("/ranks 2") and facts["reference"] == "computed"
+    wrong = tmp_path / "wrong"
+    args = ("-w", "bf16wrong", "-p", "32-true,bf16-mixed", "--devices", "2", "--steps", "3")
+    proc = cli("run", *args, "--warmup-steps", "1", "--workloads-from", str(PLUGIN), "-o", str(wrong))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = {r["cell"]["precision"]: r for r in records(wrong)}
+    assert recs["32-true"]["numerics"] == "ok", recs["32-true"]["numerics_reasons"]
+    assert recs["bf16-mixed"]["numerics"] == "drift", recs["bf16-mixed"]["numerics_reasons"]
+    assert "relative deviation 0.5" in recs["bf16-mixed"]["numerics_reasons"][0]

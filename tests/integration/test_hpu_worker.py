@@ -86,7 +86,11 @@ def test_lazy_mode_marks_a_step_after_backward_and_after_the_optimizer(tmp_path)
     assert rec["runtime"]["mode_in_force"] == "lazy"
     assert rec["runtime"]["device_name"] == "GAUDI2"
     assert "test double" in rec["runtime"]["software"]["habana_frameworks"]
-    assert _training_calls(calls) == ["backward", "mark_step", "optimizer.step", "mark_step"] * 5
+    # The cell's 5 steps, then the passes after its figures (the numerics reference, the phase split), each
+    # step of all of them marked after backward and after the optimizer.
+    training = _training_calls(calls)
+    steps = len(training) // 4
+    assert steps >= 5 and training == ["backward", "mark_step", "optimizer.step", "mark_step"] * steps
     assert set(rec["memory"]["raw"]) == HPU_MEMORY_KEYS
     assert rec["memory"]["source"] == "hpu.memory_stats"
 
@@ -95,7 +99,8 @@ def test_eager_mode_never_marks_steps(tmp_path):
     rec, calls = run_on_double(tmp_path, {**BASE, "mode": "eager"}, lazy="0")
     assert rec["status"] == "ok", rec
     assert rec["runtime"]["mode_in_force"] == "eager"
-    assert _training_calls(calls) == ["backward", "optimizer.step"] * 5
+    training = _training_calls(calls)  # the cell's 5 steps and the passes after them: none marked
+    assert len(training) >= 10 and training == ["backward", "optimizer.step"] * (len(training) // 2)
 
 
 def test_a_mode_the_bridge_does_not_run_fails_loudly_instead_of_mislabelling(tmp_path):

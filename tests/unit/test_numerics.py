@@ -170,7 +170,9 @@ def test_one_cell_per_reference_pays_for_it_in_the_plan():
         return Cell(workload, "tiny", "cpu", devices=devices, precision=precision, mode=mode, steps=steps)
 
     cells = [cell(), cell("bf16-true"), cell(devices=2), cell(workload="gpt")]
-    assert reference_steps_planned(cells) == (STEPS_COMPARED, 0, 0, STEPS_COMPARED)
+    # two ranks have their own reference, each step on both ranks' batches
+    assert reference_steps_planned(cells) == (STEPS_COMPARED, 0, 2 * STEPS_COMPARED, STEPS_COMPARED)
+    assert reference_steps_planned([cell("32-true", devices=2), cell(devices=2)]) == (2 * STEPS_COMPARED, 0)
     # a 32-true eager cell of enough steps first is its own reference; one too short computes it
     assert reference_steps_planned([cell("32-true"), cell()]) == (0, 0)
     assert reference_steps_planned([cell("32-true", steps=2), cell()]) == (STEPS_COMPARED, 0)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 from reportdata import fake_result
 
+from hpubench.analysis.frame import to_dataframe
 from hpubench.analysis.tuning import (
     CHURN_FAULTS_PER_STEP,
     CHURNED,
@@ -21,6 +23,7 @@ from hpubench.plan.dimensions import PLAIN, TUNED
 from hpubench.run.executors.base import cell_signature
 from hpubench.run.hostcondition import condition_env, needs_fresh_process
 from hpubench.run.scheduler import Scheduler
+from reports.frames import config_label
 
 
 def record(step_s: float, *, plain: bool, faults_per_step: float, threads: int, seed: int = 0):
@@ -103,3 +106,15 @@ def test_churned_against_tuned_when_no_plain_process_settled():
     (t,) = tunings([tuned, slow])
     (tip,) = t.tips()
     assert "against tuned" in tip and "50%" in tip
+
+
+def test_a_plain_figure_is_labelled_as_such_wherever_a_configuration_is_named():
+    tuned = record(0.010, plain=False, faults_per_step=2, threads=1)
+    plain = record(0.008, plain=True, faults_per_step=2, threads=2)
+    df = to_dataframe([tuned, plain])
+    assert list(df["condition"]) == [TUNED, PLAIN]
+    labels = [config_label(row) for _, row in df.iterrows()]
+    assert "plain host" not in labels[0] and labels[1] == labels[0] + " · plain host"
+    assert config_label(pd.Series({"precision": "32-true", "mode": "eager", "graphs": False})) == (
+        "32-true · eager · no graphs"
+    )

@@ -26,6 +26,7 @@ from hpubench.plan.autosteps import WarmupAsk, WarmupRule, merge_asks
 from hpubench.plan.extrawork import learned_facts
 from hpubench.precision import apply as precision
 from hpubench.run.cellrun.facts import Facts, Learned, runtime_of
+from hpubench.run.cellrun.rankref import multi_rank_numerics
 from hpubench.run.cellrun.reference import LossTap, numerics_facts, runtime_numerics
 from hpubench.run.cellrun.resolve import SEED, Resolved
 from hpubench.run.stepfeed import FeedHeader, StepFeed
@@ -91,12 +92,15 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
                 feed.close()
         learned.extend(stop_facts(resolved, times, auto, more_warmup))
         # The numerics reference runs last, after every pass: it never touches the figures or the memory.
-        learned.add("numerics", numerics_facts(resolved, tap.losses if world == 1 else (), progress_path))
-        if world > 1:
+        if world == 1:
+            learned.add("numerics", numerics_facts(resolved, tap.losses, progress_path))
+        else:
             observation.phases = strategy.gather(observation.phases)[0]  # rank 0's, on every rank
             known = (learned.get("distributed"), learned.get("compiles_measured"))
             times, memory, rank_facts = gather_ranks(resolved, times, memory, *known)
             learned.extend(rank_facts)
+            # After the cell's other collectives: rank 0 computes the reference while the others wait.
+            learned.add("numerics", multi_rank_numerics(resolved, tap.losses, progress_path))
         learned.add("timing", f"{clock.method}; {WARMUP_NOTE}")
         learned.add("env_flags", acc.env_flags())
     return Measured(times, memory, volume, observation.record_fields(), learned.new())

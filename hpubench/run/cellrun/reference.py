@@ -8,6 +8,10 @@ never touches the figures; and once per run: the first cell that needs it writes
 directory (``references/``, one small JSON file per reference key, written whole with ``os.replace``, so
 cells in concurrent processes never read half of one), and every later cell of the run reads it.
 
+A cell of W ranks has its own reference (``hpubench.run.cellrun.rankref`` decides and gathers): one
+device replays the data-parallel step, each step on the W ranks' batches concatenated (:func:`concat_ranks`)
+with the loss the mean of the W ranks' losses on their own slices (:class:`RankMean`).
+
 What the verdict was computed from goes into the record as ``runtime["numerics"]``; the verdict itself is
 judged in ``hpubench.run.cellrun.record`` (``hpubench.analysis.numerics.judge``).
 """
@@ -37,10 +41,7 @@ if TYPE_CHECKING:
     from hpubench.accelerators.base import Accelerator
     from workloads.base import Batch, Workload
 
-MULTI_RANK = (
-    "several ranks: each rank draws its own batches (seed + rank), so the global batch differs from the "
-    "one-device reference's"
-)
+MULTI_RANK = "several ranks: judged from every rank's losses (hpubench.run.cellrun.rankref), not here"
 
 
 class LossTap:
@@ -97,15 +98,15 @@ class Reference:
         )
 
 
-def reference_key(resolved: Resolved) -> str:
+def reference_key(resolved: Resolved, ranks: int = 1) -> str:
     """What makes two cells share a reference: workload, its options, size, batch, seed, accelerator and
-    device model, and the steps compared."""
+    device model, the steps compared, and the ranks replayed (W ranks' data differs from one's)."""
     cell = resolved.cell
     options = ",".join(f"{k}={v}" for k, v in sorted(dict(cell.options).items()))
     return (
         f"{cell.workload}/{cell.size}/{cell.accelerator}/{resolved.device_name}/batch {resolved.batch_size}"
         f"/seed {SEED}/options {options or '-'}/steps {numerics.STEPS_COMPARED}"
-    )
+    ) + (f"/ranks {ranks}" if ranks > 1 else "")
 
 
 def is_reference_config(resolved: Resolved) -> bool:
@@ -132,8 +133,9 @@ def batches_digest(batches: Sequence[Batch]) -> str:
     return h.hexdigest()[:16]
 
 
-def draw(workload: Workload, resolved: Resolved) -> tuple[Batch, ...]:
-    """The batches a one-device cell trains on, drawn again from the seed, uncast."""
+def draw(workload: Workload, resolved: Resolved, rank: int = 0) -> tuple[Batch, ...]:
+    """The batches ``rank`` of the cell trains on (resolution seeds each rank's generator with seed +
+    rank), drawn again from the seed, uncast."""
     acc = resolved.acc
     return tuple(
         synthetic_batches(
@@ -142,10 +144,43 @@ def draw(workload: Workload, resolved: Resolved) -> tuple[Batch, ...]:
             resolved.batch_size,
             resolved.device,
             acc.generator_device(),
-            SEED,
+            SEED + rank,
             N_BATCHES,
         )
     )
+
+
+def concat_ranks(per_rank: Sequence[Sequence[Batch]]) -> tuple[Batch, ...]:
+    """Each step's batch of every rank concatenated along the batch dimension, tensor by tensor, rank 0
+    first: the global batch a data-parallel step trains on, for one device to replay."""
+    if not per_rank:
+        return ()
+    counts = {len(batches) for batches in per_rank}
+    if len(counts) != 1:
+        raise ValueError(f"the ranks hold different numbers of batches: {sorted(counts)}")
+    return tuple(
+        tuple(torch.cat(parts, dim=0) for parts in zip(*step, strict=True))
+        for step in zip(*per_rank, strict=True)
+    )
+
+
+class RankMean:
+    """The workload, with its loss the mean of its losses on ``parts`` equal slices of the batch: what a
+    data-parallel step of ``parts`` ranks minimises (DDP and FSDP average the ranks' gradients), whatever
+    the loss's own reduction (a token mean over a varying count, a sum) and with per-slice batch
+    statistics, as each rank computes them. Everything else is the workload's own."""
+
+    def __init__(self, workload: Workload, parts: int) -> None:
+        self.workload = workload
+        self.parts = parts
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.workload, name)
+
+    def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        slices = zip(*(t.chunk(self.parts, dim=0) for t in batch), strict=True)
+        losses = [self.workload.loss(model, tuple(part)) for part in slices]
+        return torch.stack(losses).mean()
 
 
 def same_batches(drawn: Sequence[Batch], resolved: Resolved) -> bool:
@@ -170,10 +205,14 @@ def trajectory(
     compiled: bool = False,
     steps: int = numerics.STEPS_COMPARED,
     seed: int = SEED,
+    ranks: int = 1,
 ) -> tuple[float, ...]:
     """The first ``steps`` losses of a fresh model (``torch.manual_seed(seed)`` before it is built, as
     resolution does) trained with the cell's own step on ``batches`` in the cell's order; eager unless
-    ``compiled``. ``benchmarks/numerics_tolerance.py`` measures the tolerances with it."""
+    ``compiled``; with ``ranks`` > 1 the batches are the ranks' concatenated and the loss their mean
+    (:class:`RankMean`). ``benchmarks/numerics_tolerance.py`` measures the tolerances with it."""
+    if ranks > 1:
+        workload = RankMean(workload, ranks)  # type: ignore[assignment]
     torch.manual_seed(seed)
     model = workload.build_model(size).to(device)
     prepared = precision.prepare(precision_name, model, acc)
@@ -193,14 +232,16 @@ def trajectory(
     return tuple(losses)
 
 
-def compute(resolved: Resolved, key: str, drawn: Sequence[Batch]) -> Reference:
-    """The reference trajectory, computed in this process; a failure is kept as the reference's error
-    (cached too, so the run does not retry it in every cell)."""
+def compute(resolved: Resolved, key: str, drawn: Sequence[Batch], ranks: int = 1) -> Reference:
+    """The reference trajectory, computed in this process (``drawn``: the ranks' batches concatenated
+    where ``ranks`` > 1); a failure is kept as the reference's error (cached too, so the run does not
+    retry it in every cell)."""
     t0 = time.perf_counter()
     mode = resolved.acc.mode_in_force(numerics.REFERENCE_MODE)
     digest = batches_digest(drawn)
     try:
-        losses = trajectory(resolved.workload, resolved.cell.size, resolved.acc, resolved.device, drawn)
+        acc, device = resolved.acc, resolved.device
+        losses = trajectory(resolved.workload, resolved.cell.size, acc, device, drawn, ranks=ranks)
         error = None
     except Exception as exc:  # the reference's failure is the verdict's reason, never the cell's failure
         losses, error = (), " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
