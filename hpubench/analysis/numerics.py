@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hpubench.plan.cell import Cell
+from hpubench.store.record import STATUS_FAILED, CellResult
 
 OK = "ok"
 DRIFT = "drift"
@@ -189,6 +190,16 @@ def worst(verdicts: Iterable[str | None]) -> str | None:
         return None
     rank = {v: i for i, v in enumerate(PRECEDENCE)}
     return min(seen, key=lambda v: rank.get(v, -1))
+
+
+def judged_failure(result: CellResult) -> CellResult:
+    """A failed record nobody judged (its process crashed, timed out or never started, so the launcher
+    wrote it): ``unchecked`` with the reason, rather than unjudged, which reads as a record from before
+    numerics existed."""
+    if result.status != STATUS_FAILED or result.numerics is not None:
+        return result
+    why = f"the cell stopped before its losses were compared: {result.reason or 'no reason recorded'}"
+    return replace(result, numerics=UNCHECKED, numerics_reasons=(why,))
 
 
 def judge_facts(

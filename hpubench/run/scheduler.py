@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
+from hpubench.analysis.numerics import judged_failure
 from hpubench.errors import UsageError
 from hpubench.measure.profile import trace_relpath
 from hpubench.plan.cell import Cell, PlannedCell
@@ -201,7 +202,7 @@ class Scheduler:
                 cell, log, timeout_s, cell_options(options, cell.key, rep), watch.path, rep, now.turn.position
             )
             outcome = executor.run(request)
-        result = replace(watch.keep_partial(outcome.result), repeat=rep)
+        result = judged_failure(replace(watch.keep_partial(outcome.result), repeat=rep))
         cap_log(log)  # the cell has ended: its reason already read the tail
         if outcome.as_skip:
             if rep == 0:

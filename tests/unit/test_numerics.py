@@ -190,3 +190,16 @@ def test_the_reference_cost_enters_the_estimate():
     c = Cell("mlp", "tiny", "cpu", steps=10)
     with_ref = Estimate(0.01, 0.02, 1.0, None, "t", "m", reference_s=cost)
     assert with_ref.cell_time_s(c) == pytest.approx(est.cell_time_s(c) + cost)
+
+
+def test_a_failure_the_launcher_wrote_is_unchecked_with_its_reason_and_nothing_else_changes():
+    crashed = CellResult(Cell("mlp"), "failed", reason="killed by signal 9 (SIGKILL)")
+    got = numerics.judged_failure(crashed)
+    assert got.numerics == UNCHECKED
+    assert got.numerics_reasons == (
+        "the cell stopped before its losses were compared: killed by signal 9 (SIGKILL)",
+    )
+    diverged = CellResult(Cell("mlp"), "failed", reason="loss is nan", numerics=DIVERGED)
+    assert numerics.judged_failure(diverged) is diverged  # the worker's own verdict stays
+    skipped = CellResult(Cell("mlp"), "skipped", reason="lazy mode exists only on HPU")
+    assert numerics.judged_failure(skipped).numerics is None
