@@ -49,7 +49,6 @@ def step_factory(
     without it 1.001 (0.989-1.011). Captured graphs keep the loss their capture produced, as PyTorch's CUDA
     graphs recipe does.
     """
-    scaler = prepared.scaler
     loss_of = workload.loss
 
     def make_plain_step(net: nn.Module) -> StepFn:
@@ -62,22 +61,16 @@ def step_factory(
 
         return step
 
+    parts = step_parts(workload, optimizer, prepared, acc)
+
     def make_step(net: nn.Module) -> StepFn:
+        forward, backward, update = parts(net)
+
         def step(batch: Batch) -> torch.Tensor:
             optimizer.zero_grad(set_to_none=True)
-            with prepared.context():
-                loss = loss_of(net, batch)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-            else:
-                loss.backward()
-            acc.after_backward()
-            if scaler is not None:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            acc.after_optimizer_step()
+            loss = forward(batch)
+            backward(loss)
+            update()
             return loss
 
         return step
@@ -85,19 +78,19 @@ def step_factory(
     return make_plain_step if prepared.plain and not acc.has_step_hooks() else make_step
 
 
-def phase_factory(
+StepParts = tuple[Callable[[Batch], torch.Tensor], Callable[[torch.Tensor], None], Callable[[], None]]
+
+
+def step_parts(
     workload: Workload, optimizer: torch.optim.Optimizer, prepared: PreparedPrecision, acc: Accelerator
-) -> Callable[[nn.Module], PhasedStep]:
-    """The general step of :func:`step_factory` as separate calls, for the phase split
-    (``hpubench.measure.phases``): the same calls in the same order, cut where the phases meet, with
-    ``zero_grad`` moved to the end of the optimizer phase (the measured step's next start)."""
+) -> Callable[[nn.Module], StepParts]:
+    """The general step's three parts for a model: the loss under the precision's context; the (scaled)
+    backward and the device's post-backward hook; the (scaler's) optimizer step and the post-step hook.
+    One definition serves the measured step and the phase split, so the split times the step it explains."""
     scaler = prepared.scaler
     loss_of = workload.loss
 
-    def zero_grad() -> None:
-        optimizer.zero_grad(set_to_none=True)
-
-    def make(net: nn.Module) -> PhasedStep:
+    def parts(net: nn.Module) -> StepParts:
         def forward(batch: Batch) -> torch.Tensor:
             with prepared.context():
                 return loss_of(net, batch)
@@ -109,13 +102,35 @@ def phase_factory(
                 loss.backward()
             acc.after_backward()
 
-        def optimizer_phase() -> None:
+        def update() -> None:
             if scaler is not None:
                 scaler.step(optimizer)
                 scaler.update()
             else:
                 optimizer.step()
             acc.after_optimizer_step()
+
+        return forward, backward, update
+
+    return parts
+
+
+def phase_factory(
+    workload: Workload, optimizer: torch.optim.Optimizer, prepared: PreparedPrecision, acc: Accelerator
+) -> Callable[[nn.Module], PhasedStep]:
+    """The general step of :func:`step_factory` as separate calls, for the phase split
+    (``hpubench.measure.phases``): the same parts in the same order, with ``zero_grad`` moved to the end of
+    the optimizer phase (the measured step's next start)."""
+    parts = step_parts(workload, optimizer, prepared, acc)
+
+    def zero_grad() -> None:
+        optimizer.zero_grad(set_to_none=True)
+
+    def make(net: nn.Module) -> PhasedStep:
+        forward, backward, update = parts(net)
+
+        def optimizer_phase() -> None:
+            update()
             zero_grad()
 
         return PhasedStep(forward, backward, optimizer_phase, zero_grad)

@@ -7,19 +7,14 @@ step must still read ``recompiled``, its warm-up stopped at the bound.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from test_steady import records
 
 from hpubench.plan.autosteps import COMPILE_WARMUP_MAX_STEPS, STOP_BOUND, STOP_SETTLED
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "recompiles.py"
-
-
-def records(run_dir: Path) -> dict[str, dict]:
-    lines = (run_dir / "cells.jsonl").read_text().splitlines()
-    return {r["cell"]["workload"]: r for r in map(json.loads, lines)}
 
 
 @pytest.mark.slow

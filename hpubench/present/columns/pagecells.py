@@ -3,6 +3,7 @@ its figure was made (the peak behind an MFU, the source and date of a price, wha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hpubench.precision import spec as precisions
@@ -44,25 +45,24 @@ def price_title(r: FrameRow) -> str:
     )
 
 
-def quality_cell(v: Any, row: FrameRow) -> TableCell:
-    absent = numfmt.missing(v)
-    return TableCell(
-        numfmt.MISSING if absent else str(v),
-        sort="" if absent else str(v),
-        title="" if numfmt.missing(row["quality_reasons"]) else str(row["quality_reasons"]),
-        badge_cls="" if absent else f"q-{v}",
-    )
+def verdict_cell(reasons: str, badge: str) -> Callable[[Any, FrameRow], TableCell]:
+    """A verdict's page cell (quality, numerics): the verdict with its ``reasons`` column as the tooltip and
+    a badge class ``badge`` + verdict; "–" (never ok) for a record from before the verdict existed."""
+
+    def cell(v: Any, row: FrameRow) -> TableCell:
+        absent = numfmt.missing(v)
+        return TableCell(
+            numfmt.MISSING if absent else str(v),
+            sort="" if absent else str(v),
+            title="" if numfmt.missing(row[reasons]) else str(row[reasons]),
+            badge_cls="" if absent else f"{badge}{v}",
+        )
+
+    return cell
 
 
-def numerics_cell(v: Any, row: FrameRow) -> TableCell:
-    """The numerics verdict, its reasons as the tooltip; "–" (never ok) for a record from before numerics."""
-    absent = numfmt.missing(v)
-    return TableCell(
-        numfmt.MISSING if absent else str(v),
-        sort="" if absent else str(v),
-        title="" if numfmt.missing(row["numerics_reasons"]) else str(row["numerics_reasons"]),
-        badge_cls="" if absent else f"n-{v}",
-    )
+quality_cell = verdict_cell("quality_reasons", "q-")
+numerics_cell = verdict_cell("numerics_reasons", "n-")
 
 
 def mfu_cell(v: Any, row: FrameRow) -> TableCell:
