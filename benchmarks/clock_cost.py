@@ -7,8 +7,8 @@ on a noisy host). The cell's training step (``bareloop.build_training``: same mo
 optimizer) runs in blocks of ~0.25 s, three ways per round, the order rotated each round:
 - ``plain``: the step looped, the device synchronised only at the block's ends (a user's own loop);
 - ``host``: ``measure_steps`` with the host clock (a sync and a loss read after every step);
-- ``device``: ``measure_steps`` with the device's own clock (``Accelerator.step_clock``; on CUDA timing events
-  read one step late; on a device without one, the host clock again).
+- ``device``: ``measure_steps`` with the device's own clock (``Accelerator.step_clock``; on CUDA one timing
+  event a step, read in batches; on a device without one, the host clock again).
 For each of the last two it prints, against ``plain`` in the same round (median of rounds, distribution-free
 interval): ``reported``, the figure a record would give (steps over the sum of their step times), and
 ``wall``, how fast the loop really ran. Not part of ``make bench``: on the CPU both clocks are the host clock.

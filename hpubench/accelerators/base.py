@@ -125,10 +125,11 @@ class Accelerator(AcceleratorRules, ABC):
     @abstractmethod
     def synchronize(self) -> None: ...
 
-    def step_clock(self) -> StepClock:
+    def step_clock(self, graphs: bool = False) -> StepClock:
         """How the measured steps are timed (``hpubench.measure.clocks``). Default: host time around a
         sync per step, right for a synchronous device and for one whose lazy graphs run at the loss read
-        (HPU); a device with timing events overrides it (CUDA: a sync per step costs it throughput)."""
+        (HPU); a device with timing events overrides it (CUDA: a sync per step costs it throughput).
+        ``graphs``: the cell replays captured graphs, whose loss output the next replay overwrites."""
         from hpubench.measure.clocks import HostClock  # deferred: clocks imports torch (module docstring)
 
         return HostClock(self.synchronize)

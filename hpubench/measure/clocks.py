@@ -5,22 +5,18 @@ steps' (seconds, loss) from ``ready`` as they become known, in step order, then 
 
 ``HostClock`` (the default, every device): ``perf_counter`` around the step, the device synchronised at its
 end, the loss read with ``.item()``. On an asynchronous device that sync and read stop the host from
-queueing the next step while the device finishes this one, which a plain training loop does not. Measured
-on an NVIDIA H200 (torch 2.11, one process, 30 interleaved rounds against the same step looped with a sync
-only at the ends): mlp tiny's figure read 0.959 of the loop's (interval 0.945-0.993) and the steps really
-ran at 0.927; gpt tiny 0.992, resnet tiny 1.005.
+queueing the next step while the device finishes this one, which a plain training loop does not: a
+launch-bound CUDA step read several percent slow so (docs/measurements.md).
 
-``EventClock`` (devices with timing events: CUDA): events recorded on the device's stream before and after
-each step, the loss copied to pinned host memory behind the end event, and no sync between steps. A step's
-time is the device's elapsed time between its two events; its figures are read once the next step has
-begun on the device (one step late), so the host stays at most about a step ahead and the stop rule sees
-every step but the last. Host bookkeeping between steps (hooks, the stop rule) falls between one step's
-end event and the next one's begin event, outside both, as it falls outside the host clock's bracket.
-On a second H200 (18 interleaved rounds, a noisier host) mlp tiny read 0.964 of the loop (0.903-1.052)
-with this clock against 0.928 (0.891-1.014) with the host clock; gpt 0.967 against 1.023, resnet 1.047
-against 1.023: no difference shown beyond that host's noise. Wall-clock, mlp tiny's measured loop ran at
-~0.90 of the plain loop's speed there with either clock (0.899, 0.896): what a launch-bound step loses to
-the loop's per-step work (loss reads, hooks) is not separated yet.
+``EventClock`` (devices with timing events: CUDA) keeps the per-step work to what a launch-bound step can
+afford. On a virtualised H200 host every extra device operation in a step cost that step several percent
+(docs/measurements.md), so a step makes one: an event recorded on the device's stream at its end. A step
+begins where the previous one ended, so its time includes any host work between steps, as a plain loop's
+wall clock does. The loss tensor is held, detached, which is no device operation (unless a graph replay
+overwrites it: then it is copied). The losses travel to the host in batches (one stack, one copy and one
+event a batch, no sync), and a batch's steps are read once the device has passed its event, polled
+without waiting. The host may run up to ``IN_FLIGHT`` batches ahead before it waits, so the hooks and the
+stop rule see each step a few steps late; every step is still read once, in order.
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -80,74 +77,122 @@ class DeviceEvent(Protocol):
 
     def record(self) -> None: ...
 
+    def query(self) -> bool: ...  # has the device passed it (no wait)
+
     def synchronize(self) -> None: ...
 
     def elapsed_time(self, end_event: DeviceEvent) -> float: ...  # milliseconds
 
 
+@dataclass
+class _Fetch:
+    """Steps whose losses were sent to the host together: their end events, the host buffer the losses
+    land in, and the event the device passes once the copy is done."""
+
+    ends: list[DeviceEvent]
+    host: torch.Tensor
+    done: DeviceEvent
+
+
 class EventClock:
-    """Device events around each step, read one step late; see the module docstring.
+    """One timing event per step boundary, losses fetched in batches; see the module docstring.
 
     ``new_event`` makes a timing event on the device's current stream; ``synchronize`` waits for the
-    device; ``pin`` pins the host copies of the loss (needed for a copy that does not wait)."""
+    device; ``pin`` pins the host copies of the losses (needed for a copy that does not wait);
+    ``copy_loss``: the step returns its loss in a buffer the next step overwrites (a replayed graph's
+    static output), so each loss is copied on the device, one more operation a step."""
 
     method = (
-        "device timing events recorded around each step on its stream, no sync between steps, each step "
-        "read once the next has begun"
+        "device timing events at each step boundary on its stream, no sync between steps; steps read in "
+        "batches once the device has passed them"
     )
-    LAG = 1  # steps begun after a step before its figures are read
+    BATCH = 16  # most steps whose losses one fetch brings to the host
+    FETCH_EVERY_S = 0.01  # host seconds after which the queued steps are fetched even if fewer
+    IN_FLIGHT = 4  # unread fetches before the host waits for the oldest: how far it may run ahead
 
     def __init__(
-        self, new_event: Callable[[], DeviceEvent], synchronize: Callable[[], None], pin: bool
+        self,
+        new_event: Callable[[], DeviceEvent],
+        synchronize: Callable[[], None],
+        pin: bool,
+        copy_loss: bool = False,
     ) -> None:
         self._new_event = new_event
         self._synchronize = synchronize
         self._pin = pin
+        self.copy_loss = copy_loss  # stated, so a caller can check what it asked for
         self._free: list[DeviceEvent] = []  # events of read steps, reused (creating one costs a driver call)
-        self._slots: list[torch.Tensor] = []  # host copies of the loss, a ring of LAG + 2
-        self._pending: deque[tuple[DeviceEvent, DeviceEvent, int]] = deque()  # (begin, end, slot)
-        self._begun: DeviceEvent | None = None
-        self._count = 0
+        self._hosts: list[torch.Tensor] = []  # host buffers of read fetches, reused
+        self._begun: DeviceEvent | None = None  # the boundary before the first step not yet read
+        self._queued: list[DeviceEvent] = []  # end events of steps not yet fetched
+        self._losses: list[torch.Tensor] = []  # their losses, still on the device
+        self._fetches: deque[_Fetch] = deque()
+        self._since = 0.0  # host time of the first queued step
 
     def _event(self) -> DeviceEvent:
         return self._free.pop() if self._free else self._new_event()
 
     def begin(self) -> None:
-        self._begun = self._event()
-        self._begun.record()
+        if self._begun is None:  # the window's first boundary; later steps begin where the last ended
+            self._begun = self._event()
+            self._begun.record()
 
     def end(self, loss: torch.Tensor) -> None:
         if self._begun is None:
             raise RuntimeError("EventClock.end without begin")
         stop = self._event()
         stop.record()
-        if not self._slots:
-            n = self.LAG + 2  # at most LAG + 1 steps are unread, so a slot is read before it is reused
-            self._slots = [torch.empty_like(loss, device="cpu", pin_memory=self._pin) for _ in range(n)]
-        slot = self._count % len(self._slots)
-        with torch.no_grad():  # a host copy of the value, not a node of the step's graph
-            self._slots[slot].copy_(loss, non_blocking=True)
-        self._pending.append((self._begun, stop, slot))
-        self._begun = None
-        self._count += 1
-
-    def _read(self, begin: DeviceEvent, stop: DeviceEvent, slot: int) -> tuple[float, float]:
-        seconds = begin.elapsed_time(stop) / 1e3
-        self._free += (begin, stop)
-        return seconds, self._slots[slot].item()
+        # Held, not copied: a detached tensor is a host-side object, no device operation.
+        self._losses.append(loss.detach().clone() if self.copy_loss else loss.detach())
+        if not self._queued:
+            self._since = time.perf_counter()
+        self._queued.append(stop)
 
     def ready(self) -> list[tuple[float, float]]:
-        done = []
-        while len(self._pending) > self.LAG:
-            begin, stop, slot = self._pending.popleft()
-            # The next step's begin event was recorded after this step's loss copy: once the device has
-            # passed it, both the end event and the copy are complete.
-            self._pending[0][0].synchronize()
-            done.append(self._read(begin, stop, slot))
+        done: list[tuple[float, float]] = []
+        if self._queued and (
+            len(self._queued) == self.BATCH or time.perf_counter() - self._since >= self.FETCH_EVERY_S
+        ):
+            done += self._fetch()
+        while self._fetches and self._fetches[0].done.query():
+            done += self._read(self._fetches.popleft())
         return done
 
     def finish(self) -> list[tuple[float, float]]:
+        done = self._fetch() if self._queued else []
         self._synchronize()
-        done = [self._read(*p) for p in self._pending]
-        self._pending.clear()
+        while self._fetches:
+            done += self._read(self._fetches.popleft())
         return done
+
+    def _fetch(self) -> list[tuple[float, float]]:
+        """Send the queued steps' losses to the host behind them (one stack, one copy, one event). Where
+        ``IN_FLIGHT`` fetches are unread, first wait for the oldest and read it: the host runs no further
+        ahead, and the losses it holds stay few."""
+        done = []
+        if len(self._fetches) == self.IN_FLIGHT:
+            oldest = self._fetches.popleft()
+            oldest.done.synchronize()
+            done = self._read(oldest)
+        host = self._hosts.pop() if self._hosts else torch.empty(self.BATCH, pin_memory=self._pin)
+        n = len(self._queued)
+        with torch.no_grad():
+            host[:n].copy_(torch.stack(self._losses).float(), non_blocking=True)
+        fetched = self._event()
+        fetched.record()
+        self._fetches.append(_Fetch(self._queued, host, fetched))
+        self._queued, self._losses = [], []
+        return done
+
+    def _read(self, fetch: _Fetch) -> list[tuple[float, float]]:
+        losses = fetch.host[: len(fetch.ends)].tolist()
+        out = []
+        begin = self._begun
+        for stop, loss in zip(fetch.ends, losses, strict=True):
+            out.append((begin.elapsed_time(stop) / 1e3, loss))
+            self._free.append(begin)
+            begin = stop
+        self._begun = begin
+        self._free.append(fetch.done)
+        self._hosts.append(fetch.host)
+        return out

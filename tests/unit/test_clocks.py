@@ -19,14 +19,22 @@ from hpubench.measure.steps import measure_steps
 
 
 class FakeDevice:
-    """A stream of recorded events that completes them only when waited for."""
+    """A stream of recorded events. With ``trail=None`` it completes them only when waited for; with
+    ``trail=k`` it also completes every event recorded at least k records before the newest (a device
+    trailing the host by k events)."""
 
-    def __init__(self) -> None:
+    def __init__(self, trail: int | None = None) -> None:
         self.recorded: list[FakeEvent] = []
+        self.trail = trail
 
     def synchronize(self) -> None:
         for ev in self.recorded:
             ev.done = True
+
+    def advance(self) -> None:
+        if self.trail is not None:
+            for ev in self.recorded[: max(0, len(self.recorded) - self.trail)]:
+                ev.done = True
 
 
 class FakeEvent:
@@ -40,6 +48,12 @@ class FakeEvent:
         if self in self.device.recorded:
             self.device.recorded.remove(self)
         self.device.recorded.append(self)
+        self.device.advance()
+
+    def query(self) -> bool:
+        if self.at is None:
+            raise RuntimeError("event not recorded")
+        return self.done
 
     def synchronize(self) -> None:
         if self.at is None:
@@ -55,8 +69,8 @@ class FakeEvent:
         return (end_event.at - self.at) * 1e3
 
 
-def _event_clock() -> EventClock:
-    device = FakeDevice()
+def _event_clock(trail: int | None = None) -> EventClock:
+    device = FakeDevice(trail)
     return EventClock(lambda: FakeEvent(device), device.synchronize, pin=False)
 
 
@@ -82,26 +96,55 @@ def test_the_double_refuses_a_time_the_device_has_not_reached() -> None:
     assert a.elapsed_time(b) >= 0
 
 
-def test_event_clock_fixed_count_is_exact_and_every_step_is_read_once_in_order() -> None:
+@pytest.mark.parametrize("trail", [None, 1, 40])
+@pytest.mark.parametrize("steps", [7, 16, 150])  # under a batch, one batch, past the ring's end
+def test_event_clock_fixed_count_is_exact_and_every_step_is_read_once_in_order(
+    trail: int | None, steps: int
+) -> None:
     step, fed = CountingStep(), []
     out = measure_steps(
         step,
         [(torch.ones(3),)],
         lambda: None,
         2,
-        7,
+        steps,
         on_step_time=lambda phase, i, s, loss: fed.append((phase, i, loss)),
-        clock=_event_clock(),
+        clock=_event_clock(trail),
     )
-    assert step.calls == 2 + 7
-    assert len(out.measured_s) == 7 and all(t >= 0 for t in out.measured_s)
+    assert step.calls == 2 + steps
+    assert len(out.measured_s) == steps and all(t >= 0 for t in out.measured_s)
     measured = [f for f in fed if f[0] == "measured"]
-    assert [i for _, i, _ in measured] == list(range(7))
-    assert [loss for _, _, loss in measured] == [float(n) for n in range(3, 10)]  # each step's own loss
-    assert out.loss_last == 9.0 and out.stop_reason == "fixed: 7 steps"
+    assert [i for _, i, _ in measured] == list(range(steps))
+    assert [loss for _, _, loss in measured] == [float(n) for n in range(3, 3 + steps)]  # each its own
+    assert out.loss_last == float(2 + steps) and out.stop_reason == f"fixed: {steps} steps"
 
 
-def test_event_clock_stop_rule_sees_known_steps_and_the_step_begun_counts() -> None:
+def test_event_clock_steps_tile_the_window() -> None:
+    """A step begins where the previous one ended: the step times add up to the window, host work
+    between steps included, as a plain loop's wall clock counts it."""
+    clock = _event_clock()
+
+    def slow_step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        time.sleep(0.002)
+        return batch[0].sum()
+
+    t0 = time.perf_counter()
+    clock.begin()
+    for _ in range(5):
+        clock.begin()
+        clock.end(slow_step((torch.ones(2),)))
+        time.sleep(0.003)  # host work between steps: hooks, the stop rule
+        clock.ready()
+    times = clock.finish()
+    wall = time.perf_counter() - t0
+    assert len(times) == 5 and all(s >= 0.005 for s, _ in times[1:])
+    assert sum(s for s, _ in times) <= wall
+
+
+@pytest.mark.parametrize("trail", [None, 1, 3])
+def test_event_clock_stop_rule_sees_known_steps_in_order_and_the_steps_begun_count(
+    trail: int | None,
+) -> None:
     asked: list[int] = []
 
     def stop(times: list[float], elapsed: float) -> str | None:
@@ -109,24 +152,78 @@ def test_event_clock_stop_rule_sees_known_steps_and_the_step_begun_counts() -> N
         return "enough" if len(times) >= 4 else None
 
     step = CountingStep()
-    out = measure_steps(step, [(torch.ones(3),)], lambda: None, 1, stop, clock=_event_clock())
-    assert asked == [1, 2, 3, 4]  # asked once per step, as each one's time became known
-    assert step.calls == 1 + 4 + EventClock.LAG  # the step begun before the answer ran, and counts
-    assert len(out.measured_s) == 4 + EventClock.LAG and out.stop_reason == "enough"
+    out = measure_steps(step, [(torch.ones(3),)], lambda: None, 1, stop, clock=_event_clock(trail))
+    assert asked == [1, 2, 3, 4]  # asked once per step, in order, as each one's time became known
+    ahead = step.calls - 1 - 4  # steps begun before the answer was known: they ran, and they count
+    assert 0 < ahead <= EventClock.BATCH * (EventClock.IN_FLIGHT + 1)  # the most it may run ahead
+    assert len(out.measured_s) == 4 + ahead and out.stop_reason == "enough"
     assert out.loss_last == float(step.calls)
 
 
-def test_event_clock_reads_a_step_only_once_the_next_has_begun() -> None:
-    clock = _event_clock()
-    clock.begin()
-    clock.end(torch.tensor(1.0))
-    assert clock.ready() == []  # nothing known yet: no sync happened
-    clock.begin()
-    clock.end(torch.tensor(2.0))
-    (first,) = clock.ready()
-    assert first[1] == 1.0
-    (last,) = clock.finish()
-    assert last[1] == 2.0
+def test_event_clock_stop_rule_is_a_step_late_on_slow_steps() -> None:
+    """Steps slower than the fetch interval are fetched one by one, so a stop rule is not left waiting
+    for a batch to fill: with a device one event behind, it hears of each step one step later."""
+    asked: list[int] = []
+
+    def stop(times: list[float], elapsed: float) -> str | None:
+        asked.append(len(times))
+        return "enough" if len(times) >= 3 else None
+
+    def slow(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        time.sleep(EventClock.FETCH_EVERY_S * 1.5)
+        return batch[0].sum()
+
+    out = measure_steps(slow, [(torch.ones(3),)], lambda: None, 1, stop, clock=_event_clock(trail=1))
+    assert asked == [1, 2, 3] and len(out.measured_s) <= 3 + 2
+
+
+def test_event_clock_reads_a_step_only_once_the_device_has_passed_it() -> None:
+    clock = _event_clock()  # a device that completes nothing until waited for
+    for value in (1.0, 2.0):
+        clock.begin()
+        clock.end(torch.tensor(value))
+        assert clock.ready() == []  # nothing known yet: no sync happened
+    assert [loss for _, loss in clock.finish()] == [1.0, 2.0]
+
+
+class ReplayStep:
+    """A replayed graph's step: the loss lives in one static buffer that every call overwrites."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.static = torch.zeros(())
+
+    def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        self.calls += 1
+        self.static.fill_(self.calls)
+        return self.static
+
+
+@pytest.mark.parametrize("copy_loss", [True, False])
+def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool) -> None:
+    """A held loss is read late, so a buffer the next replay overwrites must be copied (graphs=True):
+    without the copy every step of a batch would read the last one's value."""
+    device = FakeDevice()
+    clock = EventClock(lambda: FakeEvent(device), device.synchronize, pin=False, copy_loss=copy_loss)
+    fed: list[float] = []
+    measure_steps(
+        ReplayStep(),
+        [(torch.ones(3),)],
+        lambda: None,
+        1,
+        5,
+        on_step_time=lambda phase, i, s, loss: fed.append(loss) if phase == "measured" else None,
+        clock=clock,
+    )
+    if copy_loss:
+        assert fed == [2.0, 3.0, 4.0, 5.0, 6.0]
+    else:
+        assert fed == [6.0] * 5  # what the copy prevents
+
+
+def test_cuda_clock_copies_the_loss_of_graphed_cells_only() -> None:
+    assert CUDAAccelerator(0).step_clock(graphs=True).copy_loss is True
+    assert CUDAAccelerator(0).step_clock(graphs=False).copy_loss is False
 
 
 def test_host_clock_is_the_default_and_syncs_every_step() -> None:

@@ -113,14 +113,16 @@ class CUDAAccelerator(Accelerator):
 
         torch.cuda.synchronize(self.index)
 
-    def step_clock(self) -> StepClock:
+    def step_clock(self, graphs: bool = False) -> StepClock:
         """Timing events on the current stream, no sync between steps (``hpubench.measure.clocks``): a sync
-        and a loss read per step keep the host from queueing ahead, and read mlp tiny 4% low on an H200."""
+        and a loss read per step keep the host from queueing ahead, which a launch-bound step pays for."""
         import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         from hpubench.measure.clocks import EventClock  # deferred: clocks imports torch
 
-        return EventClock(lambda: torch.cuda.Event(enable_timing=True), self.synchronize, pin=True)
+        return EventClock(
+            lambda: torch.cuda.Event(enable_timing=True), self.synchronize, pin=True, copy_loss=graphs
+        )
 
     def memory_stats(self) -> MemoryStats:
         import torch  # deferred: accelerator modules stay torch-free at import (base.py)

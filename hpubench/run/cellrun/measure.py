@@ -79,7 +79,7 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
         volume = step_volume(resolved)
         feed = open_feed(resolved, volume, progress_path)
         auto, more_warmup = adaptive_steps(resolved, feed)
-        clock = acc.step_clock()
+        clock = acc.step_clock(graphs=cell.graphs)
         tap = LossTap(feed.on_step_time if feed is not None else None)  # the first losses, for numerics
         try:
             times, step_facts = timed_steps(resolved, observation, meter, tap, auto, more_warmup, clock)
