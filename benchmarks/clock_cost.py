@@ -9,9 +9,14 @@ optimizer) runs in blocks of ~0.25 s, three ways per round, the order rotated ea
 - ``host``: ``measure_steps`` with the host clock (a sync and a loss read after every step);
 - ``device``: ``measure_steps`` with the device's own clock (``Accelerator.step_clock``; on CUDA one timing
   event a step, read in batches; on a device without one, the host clock again).
-For each of the last two it prints, against ``plain`` in the same round (median of rounds, distribution-free
-interval): ``reported``, the figure a record would give (steps over the sum of their step times), and
-``wall``, how fast the loop really ran. Not part of ``make bench``: on the CPU both clocks are the host clock.
+With ``--variants`` (CUDA), three loops that each add one kind of per-step work to ``measure_steps``, every
+step read at the block's end: ``event`` (one timing event a step, the loss held), ``copy`` (the loss copied
+on the device, host timestamps) and ``none`` (host timestamps, the loss held): what each costs a
+launch-bound step, which is how the CUDA clock's per-step work was chosen.
+For each side but ``plain`` it prints, against ``plain`` in the same round (median of rounds,
+distribution-free interval): ``reported``, the figure a record would give (steps over the sum of their
+step times), and ``wall``, how fast the loop really ran. Not part of ``make bench``: on the CPU both
+clocks are the host clock.
 """
 
 from __future__ import annotations
@@ -34,10 +39,59 @@ from hpubench.measure.steps import measure_steps
 
 BLOCK_S = 0.25
 WARMUP_S = 2.0
-ORDERS = (("plain", "host", "device"), ("host", "device", "plain"), ("device", "plain", "host"))
 
 
-def measure_workload(name: str, device: str, rounds: int) -> dict[str, Any]:
+class Variant:
+    """A step clock doing one kind of per-step work (module docstring, ``--variants``); every step is read
+    at the block's end, after one sync, so the cost seen is the per-step work's alone."""
+
+    method = "variant"
+
+    def __init__(self, event: bool, copy: bool) -> None:
+        import torch
+
+        self.event, self.copy = event, copy
+        self.events: list[Any] = []
+        self.stamps: list[float] = []
+        self.losses: list[Any] = []
+        self.new_event = lambda: torch.cuda.Event(enable_timing=True)
+
+    def begin(self) -> None:
+        if not self.stamps:
+            self.stamps.append(time.perf_counter())
+            if self.event:
+                self.events.append(self.new_event())
+                self.events[-1].record()
+
+    def end(self, loss: Any) -> None:
+        import torch
+
+        if self.event:
+            self.events.append(self.new_event())
+            self.events[-1].record()
+        if self.copy:
+            with torch.no_grad():
+                self.losses.append(loss.clone())
+        else:
+            self.losses.append(loss.detach())
+        self.stamps.append(time.perf_counter())
+
+    def ready(self) -> list[tuple[float, float]]:
+        return []
+
+    def finish(self) -> list[tuple[float, float]]:
+        import torch
+
+        torch.cuda.synchronize()
+        self.stamps[-1] = time.perf_counter()
+        if self.event:
+            times = [a.elapsed_time(b) / 1e3 for a, b in zip(self.events, self.events[1:], strict=False)]
+        else:
+            times = [b - a for a, b in zip(self.stamps, self.stamps[1:], strict=False)]
+        return list(zip(times, torch.stack(self.losses).tolist(), strict=True))
+
+
+def measure_workload(name: str, device: str, rounds: int, variants: bool = False) -> dict[str, Any]:
     batch_size = workloads.get(name).sizes["tiny"].batch_size
     step, batches, sync = build_training(name, "tiny", batch_size, device)
     acc = accelerators.get(device)(0)
@@ -67,13 +121,17 @@ def measure_workload(name: str, device: str, rounds: int) -> dict[str, Any]:
         "host": lambda: harness(None),
         "device": lambda: harness(acc.step_clock()),
     }
-    ratios: dict[str, list[float]] = {
-        f"{s}_{m}": [] for s in ("host", "device") for m in ("reported", "wall")
-    }
+    if variants:
+        sides["event"] = lambda: harness(Variant(event=True, copy=False))
+        sides["copy"] = lambda: harness(Variant(event=False, copy=True))
+        sides["none"] = lambda: harness(Variant(event=False, copy=False))
+    names = list(sides)
+    ratios: dict[str, list[float]] = {f"{s}_{m}": [] for s in names[1:] for m in ("reported", "wall")}
     for rnd in range(rounds):
-        got = {side: sides[side]() for side in ORDERS[rnd % len(ORDERS)]}
+        shift = rnd % len(names)  # the order rotates, so no side always runs first
+        got = {side: sides[side]() for side in names[shift:] + names[:shift]}
         per_step = got["plain"] / k
-        for side in ("host", "device"):
+        for side in names[1:]:
             reported, wall_per_step = got[side]
             ratios[f"{side}_reported"].append(got["plain"] / reported)
             ratios[f"{side}_wall"].append(per_step / wall_per_step)
@@ -92,6 +150,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--workloads", default="mlp,gpt,resnet", help="comma-separated, size tiny")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--variants", action="store_true", help="also the per-step work variants (CUDA)")
     args = ap.parse_args(argv)
     if args.rounds < 6:
         print("--rounds must be >= 6 (fewer cannot give a 95% interval of the median)")
@@ -114,7 +173,7 @@ def main(argv: list[str]) -> int:
     print(f"clock cost on {args.device}: {args.rounds} rounds, sides rotated; ratios to 'plain', same round")
     results = []
     for name in names:
-        res = measure_workload(name, args.device, args.rounds)
+        res = measure_workload(name, args.device, args.rounds, args.variants and args.device == "cuda")
         results.append(res)
         cells = "  ".join(
             f"{key} {iv['median']:.4f} [{iv['low']:.4f}-{iv['high']:.4f}]"
