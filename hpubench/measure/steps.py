@@ -8,12 +8,13 @@ A clock that reads a step's time late (``EventClock``) hands the hooks and the s
 once it is known, in order; a stop condition's answer then leaves the steps already begun to finish, and
 they count. A fixed count is exact either way.
 
-Each step's loss tensor is dropped before the next step, with what autograd kept of its graph: the step
-may reuse its output buffer (graph replay), and a small tensor of step N still alive during step N+1
-fragments the CPU heap its temporaries reuse. Keeping one clone per step (as the measured loop once did)
-cost mlp tiny ~31 more minor page faults and 8-10% per step; keeping just the last loss, ~10 faults and
-1% (issue 11's note; benchmarks/overhead.py). The clock keeps a host float (HostClock: .item() after the
-sync, which needs no detach: a detach is one more dispatched op per step).
+A measured step's loss tensor lives until the next step returns, as in a plain training loop
+(``loss = step(batch)`` in a ``for``): what it keeps alive decides where on the heap the next step's
+temporaries land, and so whether glibc's default heap trims and regrows every step. Dropping it before
+the next step, as this loop once did, doubled hf:gpt2 tiny's page faults a step against the same loop
+written plainly, under the untuned heap (docs/measurements.md). The clock keeps a host float (HostClock:
+``.item()`` after the sync) or a detached tensor (EventClock), never the step's graph. A warm-up step's
+loss is dropped at once: its time includes a sync and it stands alone.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def measure_steps(
         clock.begin()
         loss = step(batches[(len(warmup) + i) % len(batches)])
         clock.end(loss)
-        del loss  # before the next step, with its graph (module docstring: 8-10% per step when kept)
+        # ``loss`` is replaced when the next step returns: it lives as long as a plain loop's (docstring)
         i += 1
         take(clock.ready())
     take(clock.finish())  # a clock that reads late still holds the last steps begun: they ran, they count
@@ -155,7 +156,7 @@ def _warm_up(
         synchronize()
         warmup.append(time.perf_counter() - t0)
         value = loss.item()
-        del loss  # no tensor of this step may live into the next one (module docstring)
+        del loss  # a warm-up step stands alone (module docstring)
         compiled.append(compiles() if compiles is not None else 0)
         if i == 0:
             loss_first = value

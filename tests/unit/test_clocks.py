@@ -8,6 +8,7 @@ and ``elapsed_time`` between events not both complete raises, as CUDA's cudaErro
 from __future__ import annotations
 
 import time
+import weakref
 
 import pytest
 import torch
@@ -238,3 +239,20 @@ def test_each_accelerator_names_its_clock() -> None:
     assert isinstance(CPUAccelerator(0).step_clock(), HostClock)
     cuda = CUDAAccelerator(0).step_clock()  # no CUDA call until a step begins
     assert isinstance(cuda, EventClock) and "events" in cuda.method
+
+
+def test_a_measured_loss_lives_until_the_next_step_returns_as_in_a_plain_loop() -> None:
+    """What a step's loss keeps alive decides where the next step's temporaries land on the heap; a plain
+    ``loss = step(batch)`` loop keeps it through the next step, and so does the measured loop."""
+    refs: list[weakref.ref[torch.Tensor]] = []
+    seen: list[tuple[bool, bool]] = []  # at each measured step's start: (previous alive, one before dead)
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        if len(refs) >= 3:  # two measured steps before this one (after one warm-up step)
+            seen.append((refs[-1]() is not None, refs[-2]() is None))
+        loss = batch[0].sum() * 2
+        refs.append(weakref.ref(loss))
+        return loss
+
+    measure_steps(step, [(torch.ones(3),)], lambda: None, 1, 6)
+    assert seen and all(prev_alive and older_dead for prev_alive, older_dead in seen)
