@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench import accelerators
+from hpubench.analysis import tuning
 from hpubench.analysis.history import Point
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed, os_error_text
 from hpubench.measure import doctor
@@ -119,8 +120,21 @@ def check_option_names(cells: list[Cell], accepted: Mapping[str, Sequence[str]])
             )
 
 
-def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.Finding], dict[str, Any]]:
+def tuning_pairs(run: str) -> list[tuning.Tuning]:
+    """The configurations ``run`` measured under both conditions (a bad path: a UsageError)."""
+    return tuning.tunings(load_results([run]))
+
+
+def diagnose(
+    spec: matrix.MatrixSpec,
+    launcher: Launcher,
+    paired: Sequence[tuning.Tuning] | None = None,
+    run: str | None = None,
+) -> tuple[list[doctor.Finding], dict[str, Any]]:
     """``hpubench doctor``: every finding about this machine and the facts behind them.
+
+    ``paired``: the tuned and plain pairs of ``run`` (:func:`tuning_pairs`), whose measured tips are the
+    findings about the user's own training; without them, what a plain script gets and how to measure it.
 
     The host's facts are read here; torch's and the devices' in a fresh child (``detect_for_doctor``);
     each accelerator judges its own facts; the plan is ``spec`` expanded as ``make_plan`` does, with the
@@ -128,7 +142,7 @@ def diagnose(spec: matrix.MatrixSpec, launcher: Launcher) -> tuple[list[doctor.F
     the models; no rate is calibrated).
     """
     host = doctor_probe.host_facts()
-    found = doctor.host_findings(host)
+    found = doctor.host_findings(host) + tuning.doctor_findings(paired, host.environ, run)
     facts: dict[str, Any] = {"host": asdict(host)}
     try:
         data = launcher.detect_for_doctor()

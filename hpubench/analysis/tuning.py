@@ -11,10 +11,11 @@ tip names the setting with the cost measured here.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from hpubench.analysis.compare import group_runs
+from hpubench.measure.doctor import OK, WARN, Finding
 from hpubench.plan.cell import Cell
 from hpubench.plan.dimensions import PLAIN, TUNED
 from hpubench.store.record import CellResult
@@ -29,6 +30,8 @@ HEAP_SETTING = "MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=107374182
 holds them (hpubench.measure.heap: the 32 MiB mmap threshold and a 1 GiB trim threshold)."""
 
 SETTLED, CHURNED = "heap settled", "heap regrown every step"
+TRAINING = "your training"  # the doctor's section for what the user's own scripts get
+HELD_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")  # the two variables HEAP_SETTING sets
 
 
 @dataclass(frozen=True)
@@ -145,3 +148,57 @@ def summary_lines(found: Sequence[Tuning]) -> list[str]:
         for t in found
     ]
     return lines + [f"tip: {tip}" for t in found for tip in t.tips()]
+
+
+def doctor_findings(
+    found: Sequence[Tuning] | None, environ: Mapping[str, str], run: str | None = None
+) -> list[Finding]:
+    """The doctor's findings about the user's own training: with a run's pairs (``found``, from ``run``),
+    each measured tip as a warning with the setting that removes it; without, what a script started from
+    this environment gets and how to measure it."""
+    if found is None:
+        held = all(environ.get(name) for name in HELD_ENV)
+        if held:
+            detail = "this environment holds glibc's heap thresholds, as the tuned cells do"
+        else:
+            detail = (
+                "a script started from this environment gets glibc's moving heap thresholds and torch's "
+                "default threads, not the tuned cells' host; what that costs depends on the workload"
+            )
+        return [
+            Finding(
+                TRAINING,
+                "heap and threads",
+                OK,
+                f"{detail}; measure it: hpubench run --condition tuned,plain, then doctor --from RUN",
+            )
+        ]
+    if not found:
+        return [
+            Finding(
+                TRAINING,
+                "tuned vs plain",
+                WARN,
+                f"{run or 'the run'} has no configuration measured under both conditions",
+                "run it with --condition tuned,plain (smoke and full include plain cells)",
+            )
+        ]
+    out = []
+    for t in found:
+        tips = t.tips()
+        heap = [tip for tip in tips if HEAP_SETTING in tip]
+        for tip in heap:
+            out.append(
+                Finding(
+                    TRAINING,
+                    "heap",
+                    WARN,
+                    tip.removesuffix(f": set {HEAP_SETTING}"),
+                    f"export {HEAP_SETTING} in your training's environment",
+                )
+            )
+        # the threads' gain: a fact, not a fault; the key is named once, at the line's start
+        others = [tip.replace(f" for {t.key}", "") for tip in tips if tip not in heap]
+        detail = "; ".join([f"{t.key}: plain/tuned {t.ratio:.2f} ({t.modes_text()})", *others])
+        out.append(Finding(TRAINING, "tuned vs plain", OK, detail))
+    return out

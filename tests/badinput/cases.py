@@ -363,6 +363,11 @@ for path, value, fragment in SPOILED[::4]:
         files=files,
     )
     add("results", f"gate {label}", ["gate", "--baseline", "run", "--current", "bad"], fragment, files=files)
+add("results", "doctor --from missing", ["doctor", "--from", "no/such/run"], "does not exist")
+for path, value, fragment in SPOILED[2::24]:  # doctor reads a run as results does, before any probe
+    label = f"{path}={'(absent)' if value is ... else repr(value)[:30]}"
+    files = {"bad/cells.jsonl": _cells(with_path(GOOD, path, value))}
+    add("results", f"doctor --from {label}", ["doctor", "--from", "bad"], fragment, files=files)
 for path, value, fragment in SPOILED[1::6]:
     label = f"{path}={'(absent)' if value is ... else repr(value)[:30]}"
     files = {"bad/cells.jsonl": _cells(with_path(GOOD, path, value))}

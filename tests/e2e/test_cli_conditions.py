@@ -52,6 +52,11 @@ def test_tuned_and_plain_side_by_side(cli, tmp_path):
     for text in (proc.stdout, cli("results", str(out), cwd=tmp_path).stdout):
         line = next(x for x in text.splitlines() if x.startswith(f"{tuned_key}: tuned "))
         assert "plain/tuned" in line and "of 2 heap regrown every step" in line, line
+    # doctor --from the run: the pair as a finding about the user's own training (a tip, if it cost)
+    doc = cli("doctor", "--from", str(out), "--matrix", "smoke", "--json", cwd=tmp_path)
+    mine = [f for f in json.loads(doc.stdout)["findings"] if f["section"] == "your training"]
+    assert any(f["check"] == "tuned vs plain" and tuned_key in f["detail"] for f in mine), mine
+    assert all(f["level"] == "OK" or "MALLOC_MMAP_THRESHOLD_" in f["fix"] for f in mine), mine
     html = tmp_path / "r.html"
     rep = cli("report", str(out), "-o", str(html), cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr[-2000:]

@@ -15,9 +15,12 @@ from hpubench.analysis.tuning import (
     CHURNED,
     HEAP_SETTING,
     SETTLED,
+    TRAINING,
+    doctor_findings,
     summary_lines,
     tunings,
 )
+from hpubench.measure.doctor import OK, WARN
 from hpubench.plan.cell import Cell
 from hpubench.plan.dimensions import PLAIN, TUNED
 from hpubench.run.executors.base import cell_signature
@@ -118,3 +121,31 @@ def test_a_plain_figure_is_labelled_as_such_wherever_a_configuration_is_named():
     assert config_label(pd.Series({"precision": "32-true", "mode": "eager", "graphs": False})) == (
         "32-true · eager · no graphs"
     )
+
+
+def test_doctor_gives_the_measured_heap_tip_with_the_setting_as_its_fix():
+    tuned = record(0.010, plain=False, faults_per_step=2, threads=1)
+    churned = record(0.020, plain=True, faults_per_step=CHURN_FAULTS_PER_STEP, threads=1)
+    heap, pair = doctor_findings(tunings([tuned, churned]), {}, "runs/a")
+    assert heap.section == TRAINING and heap.level == WARN
+    assert "50%" in heap.detail and tuned.key in heap.detail and HEAP_SETTING not in heap.detail
+    assert heap.fix == f"export {HEAP_SETTING} in your training's environment"
+    assert pair.level == OK and "plain/tuned 0.50" in pair.detail
+
+
+def test_doctor_says_nothing_to_set_where_plain_costs_nothing():
+    tuned = record(0.010, plain=False, faults_per_step=2, threads=1)
+    same = record(0.010, plain=True, faults_per_step=2, threads=1)
+    (pair,) = doctor_findings(tunings([tuned, same]), {}, "runs/a")
+    assert pair.level == OK and "plain/tuned 1.00" in pair.detail
+
+
+def test_doctor_without_pairs_says_how_to_measure_them():
+    (none,) = doctor_findings([], {}, "runs/a")
+    assert none.level == WARN and "runs/a" in none.detail and "--condition tuned,plain" in none.fix
+    (unmeasured,) = doctor_findings(None, {}, None)
+    assert unmeasured.level == OK and "moving heap thresholds" in unmeasured.detail
+    assert "--condition tuned,plain" in unmeasured.detail and "doctor --from RUN" in unmeasured.detail
+    held = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
+    (set_here,) = doctor_findings(None, held, None)
+    assert "holds glibc's heap thresholds" in set_here.detail
