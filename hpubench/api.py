@@ -142,7 +142,8 @@ def diagnose(
     the models; no rate is calibrated).
     """
     host = doctor_probe.host_facts()
-    found = doctor.host_findings(host) + tuning.doctor_findings(paired, host.environ, run)
+    found = doctor.host_findings(host)
+    training = tuning.doctor_findings(paired, host.environ, run)  # printed last, after the plan
     facts: dict[str, Any] = {"host": asdict(host)}
     try:
         data = launcher.detect_for_doctor()
@@ -153,7 +154,7 @@ def diagnose(
                 doctor.PLAN, "cells", doctor.WARN, "not planned: detection failed", "fix the failures above"
             )
         )
-        return found, facts
+        return found + training, facts
     child = data.get("doctor", {})
     facts.update(torch=child.get("torch"), devices=child.get("devices", []), inventory=data["inventory"])
     found.append(doctor.torch_finding(child.get("torch"), None))
@@ -180,7 +181,7 @@ def diagnose(
     found += doctor.plan_findings(
         spec.name, summary.total, summary.runnable - len(memory), summary.reasons, memory, problem
     )
-    return found, facts
+    return found + training, facts
 
 
 def check_out_dir(out: Path, resume: bool) -> None:

@@ -126,10 +126,9 @@ class Accelerator(AcceleratorRules, ABC):
     def synchronize(self) -> None: ...
 
     def step_clock(self, graphs: bool = False) -> StepClock:
-        """How the measured steps are timed (``hpubench.measure.clocks``). Default: host time around a
-        sync per step, right for a synchronous device and for one whose lazy graphs run at the loss read
-        (HPU); a device with timing events overrides it (CUDA: a sync per step costs it throughput).
-        ``graphs``: the cell replays captured graphs, whose loss output the next replay overwrites."""
+        """How the measured steps are timed (``hpubench.measure.clocks``; ``graphs``: the next replay
+        overwrites the loss). Default: host time around a sync per step, right for a synchronous device and
+        for one whose lazy graphs run at the loss read (HPU); CUDA's events spare it the sync's cost."""
         from hpubench.measure.clocks import HostClock  # deferred: clocks imports torch (module docstring)
 
         return HostClock(self.synchronize)

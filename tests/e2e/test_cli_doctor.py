@@ -59,7 +59,7 @@ def test_cpu_machine_is_healthy_and_json_has_every_section() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     assert doc["exit_code"] == 0 and doc["counts"]["FAIL"] == 0
-    assert doc["sections"] == ["host", "torch", "hpu", "cuda", "cpu", "plan"]
+    assert doc["sections"] == ["host", "torch", "hpu", "cuda", "cpu", "plan", "your training"]
     checks = {(f["section"], f["check"]) for f in doc["findings"]}
     for want in (
         ("host", "CPU frequency governor"),
