@@ -177,7 +177,7 @@ class EventClock:
         host = self._hosts.pop() if self._hosts else torch.empty(self.BATCH, pin_memory=self._pin)
         n = len(self._queued)
         with torch.no_grad():
-            host[:n].copy_(torch.stack(self._losses).float(), non_blocking=True)
+            host[:n].copy_(torch.stack(self._losses).reshape(n).float(), non_blocking=True)  # 0-d or (1,)
         fetched = self._event()
         fetched.record()
         self._fetches.append(_Fetch(self._queued, host, fetched))

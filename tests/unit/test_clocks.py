@@ -256,3 +256,13 @@ def test_a_measured_loss_lives_until_the_next_step_returns_as_in_a_plain_loop() 
 
     measure_steps(step, [(torch.ones(3),)], lambda: None, 1, 6)
     assert seen and all(prev_alive and older_dead for prev_alive, older_dead in seen)
+
+
+def test_event_clock_reads_one_element_losses_of_any_shape() -> None:
+    """A loss of shape (1,) (a workload's own reduction) reads as a 0-d one does."""
+    clock = _event_clock()
+    for value in (1.0, 2.0):
+        clock.begin()
+        clock.end(torch.full((1,), value))
+        clock.ready()
+    assert [loss for _, loss in clock.finish()] == [1.0, 2.0]
