@@ -95,7 +95,7 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
         if world == 1:
             learned.add("numerics", numerics_facts(resolved, tap.losses, progress_path))
         else:
-            observation.phases = strategy.gather(observation.phases)[0]  # rank 0's, on every rank
+            observation.phases = strategy.from_rank0(observation.phases)
             known = (learned.get("distributed"), learned.get("compiles_measured"))
             times, memory, rank_facts = gather_ranks(resolved, times, memory, *known)
             learned.extend(rank_facts)
@@ -161,7 +161,7 @@ def adaptive_steps(resolved: Resolved, feed: StepFeed | None) -> tuple[AutoStop 
     rule = WarmupRule(cell.warmup_steps, min_warmup_s, agree_warmup if strategy.world_size > 1 else None)
     if cell.auto_steps is None:
         return None, rule
-    agree = (lambda reason: strategy.gather(reason)[0]) if strategy.world_size > 1 else None
+    agree = strategy.from_rank0 if strategy.world_size > 1 else None
     return AutoStop(cell.auto_steps, agree, on_round=feed.note if feed is not None else None), rule
 
 
