@@ -114,13 +114,8 @@ def rank0_facts(resolved: Resolved, ranks: Sequence[RankLosses], progress_path: 
         drawn = reference.concat_ranks([reference.draw(workload, resolved, r) for r in range(world)])
         ref = reference.read_cached(cache_dir, key)
         if ref is None:
-            ref = reference.compute(resolved, key, drawn, ranks=world)
-            reference.write_cached(cache_dir, ref)
-        if ref.error:
-            why = f"the 32-true eager reference failed: {ref.error}"
-        elif ref.batches_digest != reference.batches_digest(drawn):
-            why = "the workload's batches differ from the reference's (not reproducible across processes)"
-        return {**reference.runtime_numerics(losses, ref, why), **extra}
+            ref = reference.computed(resolved, key, drawn, cache_dir, world)
+        return {**reference.against(losses, ref, drawn), **extra}
     except Exception as exc:  # the reference must never fail the cell
         why = f"no reference: {type(exc).__name__}: {exc}"[:300]
         return {**reference.runtime_numerics(losses, None, why), **extra}

@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from hpubench.accelerators.base import Accelerator
     from workloads.base import Batch, Workload
 
-MULTI_RANK = "several ranks: judged from every rank's losses (hpubench.run.cellrun.rankref), not here"
-
 
 class LossTap:
     """The first :data:`~hpubench.analysis.numerics.STEPS_COMPARED` losses of a cell, warm-up first, read
@@ -300,9 +298,8 @@ def runtime_numerics(
 
 
 def numerics_facts(resolved: Resolved, losses: Sequence[float], progress_path: str | None) -> dict[str, Any]:
-    """Find or compute the cell's reference and return ``runtime["numerics"]``; never raises."""
-    if resolved.strategy.world_size > 1:
-        return runtime_numerics(losses, None, MULTI_RANK)
+    """Find or compute a one-device cell's reference and return ``runtime["numerics"]``; never raises.
+    (A cell of several ranks: ``hpubench.run.cellrun.rankref``.)"""
     workload = resolved.workload
     if not getattr(workload, "data_from_seed", True):
         why = f"workload {resolved.cell.workload} declares its data is not reproducible from the seed"
@@ -322,13 +319,27 @@ def numerics_facts(resolved: Resolved, losses: Sequence[float], progress_path: s
             note = "this cell is the reference configuration (32-true eager, one device): its own reference"
             return runtime_numerics(losses, own, None, note)
         if ref is None:
-            ref = compute(resolved, key, drawn)
-            write_cached(cache_dir, ref)
-        if ref.error:
-            return runtime_numerics(losses, ref, f"the 32-true eager reference failed: {ref.error}")
-        if ref.batches_digest != batches_digest(drawn):
-            why = "the workload's batches differ from the reference's (not reproducible across processes)"
-            return runtime_numerics(losses, ref, why)
-        return runtime_numerics(losses, ref, None)
+            ref = computed(resolved, key, drawn, cache_dir)
+        return against(losses, ref, drawn)
     except Exception as exc:  # the reference must never fail the cell
         return runtime_numerics(losses, None, f"no reference: {type(exc).__name__}: {exc}"[:300])
+
+
+def computed(
+    resolved: Resolved, key: str, drawn: Sequence[Batch], cache_dir: Path | None, ranks: int = 1
+) -> Reference:
+    """The reference computed here and cached for the run's later cells (a failure too)."""
+    ref = compute(resolved, key, drawn, ranks=ranks)
+    write_cached(cache_dir, ref)
+    return ref
+
+
+def against(losses: Sequence[float], ref: Reference, drawn: Sequence[Batch]) -> dict[str, Any]:
+    """``runtime["numerics"]`` of ``losses`` against ``ref``, unchecked where the reference failed or was
+    trained on other batches than ``drawn``."""
+    if ref.error:
+        return runtime_numerics(losses, ref, f"the 32-true eager reference failed: {ref.error}")
+    if ref.batches_digest != batches_digest(drawn):
+        why = "the workload's batches differ from the reference's (not reproducible across processes)"
+        return runtime_numerics(losses, ref, why)
+    return runtime_numerics(losses, ref, None)
