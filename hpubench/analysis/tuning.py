@@ -80,31 +80,44 @@ class Tuning:
 
     def tips(self) -> tuple[str, ...]:
         """The settings a user can act on, each with the cost measured here; none where nothing cost."""
-        out = []
+        heap, threads = self.heap_cost(), self.threads_gain(named=True)
+        return tuple(([f"{heap}: set {HEAP_SETTING}"] if heap else []) + ([threads] if threads else []))
+
+    def heap_cost(self) -> str | None:
+        """The heap's measured cost in words (what :meth:`tips` follows with the setting), or None."""
         churned = [p.samples_per_s for p in self.plain if p.mode == CHURNED]
         settled = [p.samples_per_s for p in self.plain if p.mode == SETTLED]
-        if churned:
-            # Against settled plain processes (same threads) where there are some; else against tuned.
-            against, what = (
-                (settled, "settled plain processes") if settled else ([self.tuned_samples_per_s], "tuned")
-            )
-            cost = 1 - statistics.median(churned) / statistics.median(against)
-            if cost > 0:
-                out.append(
-                    f"glibc's heap thresholds cost {self.key} {cost:.0%} in {len(churned)} of "
-                    f"{len(self.plain)} plain processes (against {what}): set {HEAP_SETTING}"
-                )
-        if settled and self.tuned_threads is not None:
-            threads = {p.threads for p in self.plain if p.mode == SETTLED}
-            gain = statistics.median(settled) / self.tuned_samples_per_s - 1
-            if len(threads) == 1 and None not in threads and threads != {self.tuned_threads}:
-                (n,) = threads
-                out.append(
-                    f"{n} intra-op threads (torch's default) ran {gain:+.0%} against the harness's "
-                    f"{self.tuned_threads} for {self.key} (settled heaps on both sides; beside a busy "
-                    f"neighbour fewer threads hold up better)"
-                )
-        return tuple(out)
+        if not churned:
+            return None
+        # Against settled plain processes (same threads) where there are some; else against tuned.
+        against, what = (
+            (settled, "settled plain processes") if settled else ([self.tuned_samples_per_s], "tuned")
+        )
+        cost = 1 - statistics.median(churned) / statistics.median(against)
+        if cost <= 0:
+            return None
+        return (
+            f"glibc's heap thresholds cost {self.key} {cost:.0%} in {len(churned)} of "
+            f"{len(self.plain)} plain processes (against {what})"
+        )
+
+    def threads_gain(self, named: bool) -> str | None:
+        """Torch's default threads against the harness's, from settled processes, or None; ``named``: say
+        which configuration (not where the line already begins with it)."""
+        settled = [p.samples_per_s for p in self.plain if p.mode == SETTLED]
+        if not settled or self.tuned_threads is None:
+            return None
+        threads = {p.threads for p in self.plain if p.mode == SETTLED}
+        if len(threads) != 1 or None in threads or threads == {self.tuned_threads}:
+            return None
+        (n,) = threads
+        gain = statistics.median(settled) / self.tuned_samples_per_s - 1
+        which = f" for {self.key}" if named else ""
+        return (
+            f"{n} intra-op threads (torch's default) ran {gain:+.0%} against the harness's "
+            f"{self.tuned_threads}{which} (settled heaps on both sides; beside a busy neighbour fewer "
+            "threads hold up better)"
+        )
 
 
 def tuned_key(cell: Cell) -> str:
@@ -185,20 +198,12 @@ def doctor_findings(
         ]
     out = []
     for t in found:
-        tips = t.tips()
-        heap = [tip for tip in tips if HEAP_SETTING in tip]
-        for tip in heap:
+        heap, threads = t.heap_cost(), t.threads_gain(named=False)
+        if heap:
             out.append(
-                Finding(
-                    TRAINING,
-                    "heap",
-                    WARN,
-                    tip.removesuffix(f": set {HEAP_SETTING}"),
-                    f"export {HEAP_SETTING} in your training's environment",
-                )
+                Finding(TRAINING, "heap", WARN, heap, f"export {HEAP_SETTING} in your training's environment")
             )
         # the threads' gain: a fact, not a fault; the key is named once, at the line's start
-        others = [tip.replace(f" for {t.key}", "") for tip in tips if tip not in heap]
-        detail = "; ".join([f"{t.key}: plain/tuned {t.ratio:.2f} ({t.modes_text()})", *others])
-        out.append(Finding(TRAINING, "tuned vs plain", OK, detail))
+        detail = f"{t.key}: plain/tuned {t.ratio:.2f} ({t.modes_text()})"
+        out.append(Finding(TRAINING, "tuned vs plain", OK, f"{detail}; {threads}" if threads else detail))
     return out
