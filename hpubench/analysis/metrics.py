@@ -24,11 +24,19 @@ def build_metrics(
     flops_per_step: int | None,
     world_size: int,
     peak: PeakFigure | None,
+    samples_each: Sequence[int] | None = None,
 ) -> Metrics:
-    """``samples_per_step``, ``tokens_per_step`` and ``flops_per_step`` are global (all ranks together)."""
+    """``samples_per_step``, ``tokens_per_step`` and ``flops_per_step`` are global (all ranks together).
+
+    ``samples_each``: each measured step's own sample count, where steps differ (a trainer's short last
+    batch, variable batches): the figures are then total samples over total time (tokens in proportion),
+    and ``samples_per_step`` is their mean, rounded, for display; ``tokens_per_step`` is a mean step's."""
     desc = stats.describe(measured_s)
-    sps = stats.throughput(measured_s, samples_per_step)
-    tps = stats.throughput(measured_s, tokens_per_step) if tokens_per_step else None
+    each = [float(n) for n in samples_each] if samples_each and len(set(samples_each)) > 1 else None
+    if each is not None:
+        samples_per_step = round(sum(each) / len(each))
+    sps = stats.throughput(measured_s, each if each is not None else samples_per_step)
+    tps = stats.throughput(measured_s, _scaled(tokens_per_step, each)) if tokens_per_step else None
     achieved = flops_per_step * len(measured_s) / sum(measured_s) / 1e12 if flops_per_step else None
     return Metrics(
         measured_steps=len(measured_s),
@@ -55,3 +63,11 @@ def build_metrics(
         peak_source=peak.source if peak else None,
         mfu=mfu(achieved, peak, world_size) if (peak and achieved) else None,
     )
+
+
+def _scaled(per_mean_step: float, each: Sequence[float] | None) -> float | list[float]:
+    """A mean step's figure, or each step's share of it in proportion to its samples."""
+    if each is None:
+        return per_mean_step
+    mean = sum(each) / len(each)
+    return [per_mean_step * n / mean for n in each]

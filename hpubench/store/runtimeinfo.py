@@ -34,6 +34,7 @@ class RuntimeInfo(Mapping[str, Any]):
     heap: Facts | None = None  # host malloc policy and the thresholds set (hpubench.measure.heap)
     condition: Facts | None = None  # tuned or plain host condition, in words (hpubench.run.hostcondition)
     distributed: Facts | None = None  # backend, ranks, per-rank figures, launch facts
+    trainer: Facts | None = None  # a framework's Trainer ran the steps (hpubench.integrations): which, how
     # what ran
     batch_size: int | None = None  # per device, resolved
     precision: Facts | None = None  # parameters dtype, autocast, scaler, fp8

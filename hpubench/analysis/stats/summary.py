@@ -128,31 +128,39 @@ def _interval(samples: np.ndarray, value: float, confidence: float) -> tuple[flo
 
 def throughput(
     step_times_s: Sequence[float] | np.ndarray,
-    units_per_step: float,
+    units_per_step: float | Sequence[float],
     confidence: float = DEFAULT_CONFIDENCE,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
 ) -> Estimate:
     """Units (samples, tokens) per second over the measured steps, with a bootstrap CI.
 
-    The value is the ratio of totals, ``units_per_step * n / sum(times)``, not the mean of per-step rates
-    ``units_per_step / t_i``. The ratio of totals is what a training run actually delivers (work done over
+    The value is the ratio of totals, ``sum(units) / sum(times)``, not the mean of per-step rates
+    ``units / t_i``. The ratio of totals is what a training run actually delivers (work done over
     wall time). The mean of rates weights each step equally regardless of its duration, so fast steps
     count for more than the time they took; by Jensen's inequality it always reads high (E[1/T] >= 1/E[T]),
     and more so the noisier the steps.
 
-    The interval resamples whole steps with replacement and recomputes the same ratio: a seeded
+    ``units_per_step`` is one figure for every step, or one per step where steps differ (a trainer's
+    variable batches): the interval then resamples (units, time) pairs, so a short step carries its own
+    work. Either way it resamples whole steps with replacement and recomputes the same ratio: a seeded
     percentile bootstrap, identical for identical inputs and seed.
     """
     x = as_samples(step_times_s)
-    if not np.isfinite(units_per_step) or units_per_step <= 0:
-        raise ValueError(f"units_per_step must be a positive finite number, got {units_per_step}")
+    each = np.asarray(units_per_step, dtype=float)
+    if each.ndim == 0:
+        each = np.full(x.size, float(each))
+    if each.shape != x.shape or not np.all(np.isfinite(each)) or np.any(each <= 0):
+        raise ValueError(
+            f"units_per_step must be a positive finite number, or one per step, got {units_per_step}"
+        )
     _check_ci_args(confidence, n_boot)
     n = x.size
-    work = float(units_per_step) * n
-    value = work / float(x.sum())
+    value = float(each.sum()) / float(x.sum())
     rng = np.random.default_rng(seed)
-    boot = np.concatenate([work / x[idx].sum(axis=1) for idx in _resample_batches(rng, n, n_boot)])
+    boot = np.concatenate(
+        [each[idx].sum(axis=1) / x[idx].sum(axis=1) for idx in _resample_batches(rng, n, n_boot)]
+    )
     lo, hi = _interval(boot, value, confidence)
     return Estimate(
         value=value,
