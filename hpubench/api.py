@@ -22,6 +22,7 @@ from hpubench.measure import doctor
 from hpubench.plan import matrix
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.inventory import Inventory
+from hpubench.plan.modeldirs import is_lightning_source
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run import addrcheck, cluster, interrupt
 from hpubench.run import doctorfacts as doctor_probe
@@ -62,6 +63,8 @@ def open_launcher(
     """
     files = [str(p) for p in workloads_from or []]
     for f in files:
+        if is_lightning_source(f):
+            continue  # checked where the flag was read (hpubench.plan.modeldirs.lightning_source)
         if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
             raise UsageError(
                 f"workload file {f!r} does not exist; fix the path given to --workloads-from "

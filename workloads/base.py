@@ -71,6 +71,11 @@ class Workload(ABC):
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """Forward pass and scalar loss for one batch."""
 
+    def make_optimizer(self, model: nn.Module, capturable: bool) -> torch.optim.Optimizer | None:
+        """The workload's own optimizer over ``model`` (as the strategy wrapped it), or None: the core's,
+        from ``optimizer`` and ``lr``. A LightningModule's ``configure_optimizers`` comes in here."""
+        return None
+
     def blocks(self, model: nn.Module) -> list[nn.Module]:
         """The model's repeated blocks (transformer layers), in order: a sharding strategy (fsdp) shards
         each one on its own, then the rest of the model. Default: the entries of the model's top-level

@@ -25,7 +25,8 @@ from types import MappingProxyType
 
 from hpubench.errors import UsageError
 from hpubench.plan.extrawork import HARNESS_OPTIONS
-from workloads import hf
+from hpubench.plan.modeldirs import is_lightning_source
+from workloads import hf, lightning
 from workloads.base import SizeSpec, Workload
 
 ENTRY_POINT_GROUP = "hpubench.workloads"
@@ -112,6 +113,17 @@ def load_config_dir(path: str | os.PathLike[str]) -> list[str]:
     return [cls.name]
 
 
+def load_lightning(source: str) -> list[str]:
+    """Register the LightningModule of a source ``lightning:/abs/FILE.py:CLASS`` as ``lightning:CLASS``."""
+    cls = lightning.load(source)
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and getattr(existing, "source", None) != cls.source:
+        raise UsageError(f"{source} would be workload {cls.name!r}, already taken by {_qualname(existing)}")
+    _validate(cls)
+    _REGISTRY[cls.name] = cls
+    return [cls.name]
+
+
 def load_entry_points() -> list[str]:
     """Register the workloads that installed packages advertise; returns the names added.
 
@@ -154,6 +166,8 @@ def load_file(path: str | os.PathLike[str]) -> list[str]:
     holding a transformers ``config.json`` registers its model instead (:func:`load_config_dir`).
     """
     shown = os.fspath(path)
+    if is_lightning_source(shown):  # -w lightning:FILE.py:CLASS, as hpubench.plan.modeldirs passes it
+        return load_lightning(shown)
     where = f"workload file {shown!r}"
     full = os.path.abspath(shown)
     if os.path.isfile(os.path.join(full, "config.json")):  # a transformers model directory

@@ -20,11 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves
 
 from hpubench import accelerators
 from hpubench.integrations import runrecord
-from hpubench.integrations.recorder import DEFAULT_WARMUP_STEPS, StepRecorder, TrainerFacts
+from hpubench.integrations.recorder import DEFAULT_WARMUP_STEPS, StepRecorder, TrainerFacts, batch_samples
 from hpubench.precision import spec as precisions
 
 PACKAGES = ("lightning", "pytorch_lightning")  # distribution names; lightning's module is lightning.pytorch
@@ -74,14 +73,6 @@ def strategy_name(strategy: object) -> str:
     if "DDP" in cls or "Parallel" in cls:
         return "ddp"
     return cls.removesuffix("Strategy").lower() or cls
-
-
-def batch_samples(batch: Any) -> int:
-    """A batch's samples: the leading size of its first tensor (Lightning's own rule for logging)."""
-    for leaf in tree_leaves(batch):
-        if isinstance(leaf, torch.Tensor) and leaf.dim() > 0:
-            return int(leaf.shape[0])
-    return 1
 
 
 def trainer_facts(trainer: Any, module: Any) -> TrainerFacts:
@@ -136,7 +127,7 @@ class _Recording:
         if not self._in_step:
             self.recorder.step_begin()
             self._in_step = True
-        self._samples += batch_samples(batch)
+        self._samples += max(1, batch_samples(batch))
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int

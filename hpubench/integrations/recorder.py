@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 from hpubench import accelerators
 from hpubench.accelerators.base import Accelerator
@@ -33,6 +34,15 @@ WHAT_A_STEP_IS = (
     "one optimizer step of the trainer, end to end (its loop, data loading and hooks included; "
     "validation and checkpoint pauses the callback sees are left out)"
 )
+
+
+def batch_samples(batch: Any) -> int:
+    """A batch's samples: the leading size of its first tensor of rank 1 or more (Lightning's own rule when
+    it logs), 0 where it holds none."""
+    for leaf in tree_leaves(batch):
+        if isinstance(leaf, torch.Tensor) and leaf.dim() > 0:
+            return int(leaf.shape[0])
+    return 0
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ class StepRecorder:
         return self._measuring
 
     def step_begin(self) -> None:
-        """A step starts; only the first after the start or a pause opens a boundary (steps are contiguous)."""
+        """A step starts: only the first after the start or a pause opens a boundary (contiguous)."""
         if self._measuring:
             if self._clock is None:
                 self._clock = self.acc.step_clock()
@@ -115,7 +125,7 @@ class StepRecorder:
             self._progress()
 
     def step_end(self, loss: torch.Tensor | None, samples: int) -> None:
-        """An optimizer step ended, having trained ``samples`` samples on this rank (all its micro-batches)."""
+        """An optimizer step ended, having trained ``samples`` samples on this rank (all micro-batches)."""
         if self._closed:
             return
         if not self._measuring:
@@ -193,13 +203,13 @@ class StepRecorder:
             self.steps.samples.append(self.steps.pending_samples.pop(0))
 
     def _loss(self, loss: torch.Tensor | None) -> torch.Tensor:
-        """The step's loss for the clock; a trainer that does not hand it over (HF's callbacks) gets a
-        zero held on the device, which the record states (its losses are then the trainer's logs)."""
+        """The step's loss for the clock; a step whose loss the callback could not see (a model that
+        returns no ``.loss``) gets a zero held on the device, which the record states."""
         if loss is not None:
             return loss
         if self._placeholder is None:
             self._placeholder = torch.zeros((), device=self.acc.torch_device())
-            self.steps.facts["loss_source"] = "the trainer's logged losses (its callbacks get no per-step loss)"
+            self.steps.facts["loss_source"] = "none: the trainer's model computed no loss of its own"
         return self._placeholder
 
     def _check_finite(self, loss: float) -> None:

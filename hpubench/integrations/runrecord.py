@@ -175,4 +175,3 @@ def write(out: str | os.PathLike[str], result: CellResult) -> Path:
     final = result if repeat == 0 else replace(result, repeat=repeat)
     store.append(final)
     return store.run_dir
-

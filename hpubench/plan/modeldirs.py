@@ -1,9 +1,11 @@
-"""``-w hf:/path/to/dir``: a transformers model directory named on the command line.
+"""``-w hf:/path/to/dir`` and ``-w lightning:FILE.py:CLASS``: a model named on the command line by a path.
 
 Cell keys are "/"-joined, so a path cannot be a workload name. A value of ``--workload`` that is ``hf:``
 followed by a path (it holds "/" or starts with "." or "~") becomes the workload ``hf:<directory name>``,
 and the directory joins the ``--workloads-from`` sources, which every process that builds models loads
-(``workloads.load_config_dir``). Pure: no torch, no transformers.
+(``workloads.load_config_dir``). A ``lightning:FILE.py:CLASS`` value becomes the workload
+``lightning:CLASS`` and the source ``lightning:/absolute/FILE.py:CLASS`` (``workloads.lightning.load``).
+Pure: no torch, no transformers, no Lightning.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from hpubench.errors import UsageError
 
 PREFIX = "hf:"
+LIGHTNING_PREFIX = "lightning:"
+_CLASS_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def directory_name(path: str) -> str:
@@ -30,7 +34,8 @@ def is_path(value: str) -> bool:
 
 
 def split_model_dirs(workload_flags: list[str] | None) -> tuple[list[str] | None, list[Path]]:
-    """``--workload`` values with each ``hf:<path>`` replaced by ``hf:<name>``, and the directories.
+    """``--workload`` values with each ``hf:<path>`` replaced by ``hf:<name>`` (each ``lightning:FILE:CLASS``
+    by ``lightning:CLASS``), and the directories (and Lightning sources) to load.
 
     A directory without a ``config.json`` is refused (UsageError naming it and the fix), as are two
     directories that would share a name.
@@ -41,6 +46,17 @@ def split_model_dirs(workload_flags: list[str] | None) -> tuple[list[str] | None
     dirs: dict[str, Path] = {}
     for flag in workload_flags:
         for value in (v.strip() for v in flag.split(",")):
+            if value.startswith(LIGHTNING_PREFIX):
+                name, source = lightning_source(value)
+                other = dirs.get(name)
+                if other is not None and str(other) != source:
+                    raise UsageError(
+                        f"--workload {value}: {other} and {source} would both be workload {name}; "
+                        "rename one class"
+                    )
+                values.append(name)
+                dirs[name] = Path(source)
+                continue
             if not is_path(value):
                 values.append(value)
                 continue
@@ -69,3 +85,29 @@ def with_model_dirs(
     dims = dict(dims or {})
     dims["workload"], dirs = split_model_dirs(dims.get("workload"))
     return dims, [*(workloads_from or []), *dirs]
+
+
+def lightning_source(value: str) -> tuple[str, str]:
+    """``lightning:FILE.py:CLASS`` -> (workload ``lightning:CLASS``, source ``lightning:/abs/FILE.py:CLASS``);
+    UsageError naming the fix where it is not of that form or the file does not exist."""
+    rest = value[len(LIGHTNING_PREFIX) :]
+    path, _, cls = rest.rpartition(":")
+    if not path.endswith(".py") or not _CLASS_RE.fullmatch(cls):
+        raise UsageError(
+            f"--workload {value}: give lightning:FILE.py:CLASS, the Python file and the LightningModule "
+            "class it defines, e.g. lightning:models/lit.py:LitModel"
+        )
+    full = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(full):
+        raise UsageError(f"--workload {value}: {path!r} does not exist; give the file that defines {cls}")
+    return LIGHTNING_PREFIX + cls, f"{LIGHTNING_PREFIX}{full}:{cls}"
+
+
+def split_lightning_source(source: str) -> tuple[str, str]:
+    """A source ``lightning:/abs/FILE.py:CLASS`` as (path, class)."""
+    path, _, cls = source[len(LIGHTNING_PREFIX) :].rpartition(":")
+    return path, cls
+
+
+def is_lightning_source(source: str) -> bool:
+    return source.startswith(LIGHTNING_PREFIX)

@@ -24,7 +24,11 @@ from workloads.base import Batch, Workload
 
 
 def make_optimizer(workload: Workload, model: nn.Module, capturable: bool) -> torch.optim.Optimizer:
-    """The workload's one optimizer (several optimizers are a known HPU limitation)."""
+    """The workload's one optimizer (several optimizers are a known HPU limitation): its own where it makes
+    one (``Workload.make_optimizer``), else AdamW or SGD at its ``lr``."""
+    own = workload.make_optimizer(model, capturable)
+    if own is not None:
+        return own
     params = [p for p in model.parameters() if p.requires_grad]
     if workload.optimizer == "sgd":
         return torch.optim.SGD(params, lr=workload.lr, momentum=0.9)
