@@ -1,0 +1,175 @@
+"""docs/integrations.md's three snippets, run as written from a copy of docs/examples/ with the real
+Lightning Trainer, the real transformers Trainer and the real CLI; then what they wrote, read back by
+``results``, ``report``, ``baseline save`` and ``gate``. Plus a Lightning run with gradient accumulation
+and a short last batch, whose record must count each step's samples as they were."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "integrations.md"
+HAVE_LIGHTNING = any(importlib.util.find_spec(m) for m in ("lightning", "pytorch_lightning"))
+HAVE_HF = all(importlib.util.find_spec(m) for m in ("transformers", "accelerate"))
+needs_lightning = pytest.mark.skipif(
+    not HAVE_LIGHTNING, reason="Lightning is not installed (pip install 'hpubench[lightning]')"
+)
+needs_hf = pytest.mark.skipif(
+    not HAVE_HF, reason="transformers or accelerate is not installed (pip install 'hpubench[hf]')"
+)
+pytestmark = pytest.mark.slow
+
+
+def snippets() -> list[tuple[str, str]]:
+    return re.findall(r"```(python|bash)\n(.*?)```", DOC.read_text(), re.S)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HPUBENCH_", "MALLOC_", "OMP_"))}
+    # the console script lives beside the interpreter; the snippets import hpubench as a user would
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _run_snippet(index: int, where: Path) -> subprocess.CompletedProcess[str]:
+    kind, text = snippets()[index]
+    script = where / (f"snippet{index}.py" if kind == "python" else f"snippet{index}.sh")
+    script.write_text(text)
+    argv = [sys.executable, script.name] if kind == "python" else ["bash", "-e", script.name]
+    proc = subprocess.run(argv, cwd=where, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def _records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "cells.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("examples")
+    shutil.copytree(ROOT / "docs" / "examples", where, dirs_exist_ok=True)
+    return where
+
+
+def test_the_page_has_the_three_snippets() -> None:
+    kinds = [k for k, _ in snippets()]
+    assert kinds == ["python", "python", "bash"]
+
+
+def _check_trainer_record(record: dict, workload: str, steps: int, batch: int) -> None:
+    assert record["status"] == "ok", record.get("reason")
+    assert record["cell"]["workload"] == workload and record["cell"]["size"] == "trainer"
+    m = record["metrics"]
+    assert m["measured_steps"] + m["warmup_steps"] == steps  # every optimizer step, none lost at pauses
+    assert m["warmup_steps"] >= 3 and m["samples_per_step"] == batch
+    lo, hi = m["samples_per_s_ci"]
+    assert lo < m["samples_per_s"] < hi
+    # the figure is the steps' own: samples over the summed step times
+    assert m["samples_per_s"] == pytest.approx(
+        batch * len(record["step_times_s"]) / sum(record["step_times_s"])
+    )
+    assert record["quality"] in ("ok", "unstable", "noisy", "interfered", "unmeasured")
+    assert record["numerics"] == "unchecked" and "reference" in record["numerics_reasons"][0]
+    assert record["runtime"]["trainer"]["ranks_counted"] == 1
+    assert record["runtime"]["condition"]["name"] == "plain"
+    assert 0 < m["loss_last"] < 20  # the model's real loss, not a placeholder
+
+
+@needs_lightning
+def test_lightning_callback_snippet_writes_a_run_that_every_reader_takes(examples: Path) -> None:
+    _run_snippet(0, examples)
+    run = examples / "results" / "lit-trainer"
+    (record,) = _records(run)
+    _check_trainer_record(record, "lightning:LitMLP", steps=300, batch=64)
+    assert "trainer" in record["runtime"]["timing"] and record["runtime"]["trainer"]["framework"]
+
+    shown = run_cli("results", str(run), "--wide", cwd=examples)
+    assert shown.returncode == 0 and "lightning:LitMLP/trainer/cpu/1x1/32-true" in shown.stdout
+    html = examples / "lit.html"
+    built = run_cli("report", str(run), "-o", str(html), cwd=examples)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    assert "lightning:LitMLP" in html.read_text()
+    saved = run_cli("baseline", "save", str(run), "--name", "lit", "--dir", str(examples / "b"), cwd=examples)
+    assert saved.returncode == 0, saved.stderr[-2000:]
+    gated = run_cli(
+        "gate",
+        "--baseline",
+        "lit",
+        "--baseline-dir",
+        str(examples / "b"),
+        "--current",
+        str(run),
+        cwd=examples,
+    )
+    assert gated.returncode == 0, gated.stdout[-2000:] + gated.stderr[-2000:]
+
+
+@needs_hf
+def test_hf_trainer_callback_snippet_records_the_model_type(examples: Path) -> None:
+    _run_snippet(1, examples)
+    (record,) = _records(examples / "results" / "hf-trainer")
+    _check_trainer_record(record, "hf:gpt2", steps=150, batch=8)
+    assert record["runtime"]["trainer"]["model_class"].endswith("GPT2LMHeadModel")
+
+
+@needs_lightning
+def test_lightning_module_runs_over_two_precisions_with_numerics(examples: Path) -> None:
+    proc = _run_snippet(2, examples)
+    records = _records(examples / "results" / "lit-cells")
+    assert [r["cell"]["precision"] for r in records] == ["32-true", "bf16-mixed"]
+    for r in records:
+        assert r["status"] == "ok" and r["cell"]["workload"] == "lightning:LitMLP"
+        assert r["numerics"] in ("ok", "drift"), r["numerics_reasons"]  # compared, never unchecked
+        assert r["metrics"]["samples_per_step"] == 64  # the module's dataloader batch
+    assert "lightning:LitMLP/tiny/cpu/1x1/bf16-mixed" in proc.stdout
+
+
+ACCUMULATING = """
+import sys
+import pytorch_lightning as pl
+from lit_mlp import LitMLP
+from hpubench.integrations.lightning import HpubenchCallback
+
+# 8192 samples in batches of 100: 81 full batches and one of 92 an epoch; 2 micro-batches a step
+trainer = pl.Trainer(max_steps=int(sys.argv[1]), accelerator="cpu", devices=1, accumulate_grad_batches=2,
+                     callbacks=[HpubenchCallback(out="results/acc", warmup_steps=2)], logger=False,
+                     enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+trainer.fit(LitMLP(batch_size=100))
+"""
+
+
+@needs_lightning
+def test_accumulated_steps_and_short_batches_count_their_own_samples(examples: Path) -> None:
+    (examples / "acc.py").write_text(ACCUMULATING)
+    proc = subprocess.run(
+        [sys.executable, "acc.py", "90"],
+        cwd=examples,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (record,) = _records(examples / "results" / "acc")
+    m, times = record["metrics"], record["step_times_s"]
+    assert m["warmup_steps"] + m["measured_steps"] == 90  # optimizer steps, not micro-batches
+    assert record["runtime"]["trainer"]["accumulate_grad_batches"] == 2
+    # 41 steps an epoch, the last of 100 + 92 samples: two such steps among the measured ones
+    short = 2
+    total = 200 * (len(times) - short) + 192 * short
+    assert m["samples_per_s"] == pytest.approx(total / sum(times))
+    assert m["samples_per_step"] == round(total / len(times))
+    assert record["cell"]["batch_size"] == m["samples_per_step"]  # a device's samples per optimizer step
