@@ -6,7 +6,7 @@ PY ?= python3
 TORCH_SPEC ?= torch==2.13.0
 RUN_DIR ?= results/smoke
 
-.PHONY: install hf browser compiler smoke test test-quick bench bench-threads bench-heap gpu-check hpu-check report-png lint format
+.PHONY: install hf lightning browser compiler smoke test test-quick bench bench-threads bench-heap gpu-check hpu-check report-png lint format
 
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
@@ -15,8 +15,13 @@ install:
 # The hf extra (transformers) for the hf: workload tests; best effort: where it cannot be installed
 # (no index, an old Python) those tests skip with the reason instead of the whole install failing.
 hf:
-	@$(PY) -c "import transformers" 2>/dev/null || $(PY) -m pip install -e ".[hf]" || \
+	@$(PY) -c "import transformers, accelerate" 2>/dev/null || $(PY) -m pip install -e ".[hf]" || \
 	  echo "note: the hf extra did not install; the hf: workload tests will skip"
+
+# The lightning extra for the Lightning callback and lightning: workload tests; best effort, as hf.
+lightning:
+	@$(PY) -c "import pytorch_lightning" 2>/dev/null || $(PY) -m pip install -e ".[lightning]" || \
+	  echo "note: the lightning extra did not install; the Lightning tests will skip"
 
 # The report is written even when a cell failed (it lists failures with reasons); the run's exit code is kept.
 # It goes beside the run directory, never into it (outputs never land among a run's records).
@@ -37,7 +42,7 @@ compiler:
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq g++; }
 
-test: install hf browser compiler
+test: install hf lightning browser compiler
 	$(PY) -m pytest -q
 
 # The edit loop: unit, contract, bad-input and golden tests, without the slow-marked ones (real training in
