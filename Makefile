@@ -18,9 +18,10 @@ hf:
 	@$(PY) -c "import transformers, accelerate" 2>/dev/null || $(PY) -m pip install -e ".[hf]" || \
 	  echo "note: the hf extra did not install; the hf: workload tests will skip"
 
-# The lightning extra for the Lightning callback and lightning: workload tests; best effort, as hf.
+# The lightning extra for the Lightning callback and lightning: workload tests, and the `lightning` package
+# beside it (the callback serves both imports); best effort, as hf.
 lightning:
-	@$(PY) -c "import pytorch_lightning" 2>/dev/null || $(PY) -m pip install -e ".[lightning]" || \
+	@$(PY) -c "import pytorch_lightning, lightning" 2>/dev/null || $(PY) -m pip install -e ".[lightning]" lightning || \
 	  echo "note: the lightning extra did not install; the Lightning tests will skip"
 
 # The report is written even when a cell failed (it lists failures with reasons); the run's exit code is kept.

@@ -1,6 +1,6 @@
 """A small LightningModule for docs/integrations.md: an MLP classifier on synthetic data.
 
-Runs under ``pytorch_lightning`` or ``lightning.pytorch``, whichever is installed.
+Runs under ``pytorch_lightning``, else ``lightning.pytorch``: a Trainer takes modules of its own package only.
 """
 
 import torch
@@ -8,9 +8,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 try:
-    import lightning.pytorch as pl
-except ImportError:
     import pytorch_lightning as pl
+except ImportError:
+    import lightning.pytorch as pl
 
 
 class LitMLP(pl.LightningModule):

@@ -139,35 +139,52 @@ def test_lightning_module_runs_over_two_precisions_with_numerics(examples: Path)
 
 ACCUMULATING = """
 import sys
-import pytorch_lightning as pl
-from lit_mlp import LitMLP
+import torch
+import {package} as pl
+from torch.utils.data import DataLoader, TensorDataset
 from hpubench.integrations.lightning import HpubenchCallback
 
-# 8192 samples in batches of 100: 81 full batches and one of 92 an epoch; 2 micro-batches a step
-trainer = pl.Trainer(max_steps=int(sys.argv[1]), accelerator="cpu", devices=1, accumulate_grad_batches=2,
-                     callbacks=[HpubenchCallback(out="results/acc", warmup_steps=2)], logger=False,
+
+class Lit(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(64, 10)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    def train_dataloader(self):
+        # 8192 samples in batches of 100: 81 full batches and one of 92 an epoch
+        data = TensorDataset(torch.randn(8192, 64), torch.randint(0, 10, (8192,)))
+        return DataLoader(data, batch_size=100)
+
+
+# 2 micro-batches a step: 41 steps an epoch
+trainer = pl.Trainer(max_steps=90, accelerator="cpu", devices=1, accumulate_grad_batches=2,
+                     callbacks=[HpubenchCallback(out="results/acc-{package}", warmup_steps=2)], logger=False,
                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-trainer.fit(LitMLP(batch_size=100))
+trainer.fit(Lit())
 """
 
 
-@needs_lightning
-def test_accumulated_steps_and_short_batches_count_their_own_samples(examples: Path) -> None:
-    (examples / "acc.py").write_text(ACCUMULATING)
-    proc = subprocess.run(
-        [sys.executable, "acc.py", "90"],
-        cwd=examples,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+@pytest.mark.parametrize("package", ["pytorch_lightning", "lightning.pytorch"])
+def test_accumulated_steps_and_short_batches_count_their_own_samples(examples: Path, package: str) -> None:
+    if importlib.util.find_spec(package.split(".")[0]) is None:
+        pytest.skip(f"{package} is not installed (pip install {package.split('.')[0].replace('_', '-')})")
+    (examples / "acc.py").write_text(ACCUMULATING.format(package=package))
+    argv = [sys.executable, "acc.py"]
+    proc = subprocess.run(argv, cwd=examples, env=_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (record,) = _records(examples / "results" / "acc")
+    (record,) = _records(examples / "results" / f"acc-{package}")
     m, times = record["metrics"], record["step_times_s"]
     assert m["warmup_steps"] + m["measured_steps"] == 90  # optimizer steps, not micro-batches
     assert record["runtime"]["trainer"]["accumulate_grad_batches"] == 2
-    # 41 steps an epoch, the last of 100 + 92 samples: two such steps among the measured ones
+    assert record["runtime"]["trainer"]["framework"].startswith(package.split(".")[0])
+    # the 41st and 82nd steps hold 100 + 92 samples, both among the measured ones
     short = 2
     total = 200 * (len(times) - short) + 192 * short
     assert m["samples_per_s"] == pytest.approx(total / sum(times))
