@@ -190,3 +190,30 @@ def test_accumulated_steps_and_short_batches_count_their_own_samples(examples: P
     assert m["samples_per_s"] == pytest.approx(total / sum(times))
     assert m["samples_per_step"] == round(total / len(times))
     assert record["cell"]["batch_size"] == m["samples_per_step"]  # a device's samples per optimizer step
+
+
+RANKS = """
+import pytorch_lightning as pl
+from lit_mlp import LitMLP
+from hpubench.integrations.lightning import HpubenchCallback
+
+if __name__ == "__main__":  # Lightning starts the second rank by running this script again
+    trainer = pl.Trainer(max_steps=40, accelerator="cpu", devices=2, strategy="ddp", logger=False,
+                         callbacks=[HpubenchCallback(out="results/ddp")], enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(LitMLP())
+"""
+
+
+@needs_lightning
+def test_two_ranks_write_one_record_with_every_ranks_samples(examples: Path) -> None:
+    (examples / "ddp.py").write_text(RANKS)
+    argv = [sys.executable, "ddp.py"]
+    proc = subprocess.run(argv, cwd=examples, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (record,) = _records(examples / "results" / "ddp")  # rank 0's, once
+    assert record["cell"]["devices"] == 2 and record["cell"]["extra"]["strategy"] == "ddp"
+    assert record["runtime"]["trainer"]["ranks_counted"] == 2
+    m = record["metrics"]
+    assert m["samples_per_step"] == 128 and record["cell"]["batch_size"] == 64  # global; per device
+    assert m["measured_steps"] + m["warmup_steps"] == 40

@@ -4,8 +4,9 @@ name imported from another module. Read from the sources with ``ast``, so nothin
 
 The layers, bottom to top (``LAYERS``): the pure foundations (errors, plugin loading, the precision and
 strategy specs, statistics), plan, workloads, measure, store, the plugin runtimes (accelerators, precision,
-strategy), analysis, run, api, and the presentation (CLI, reports). A module may import its own layer and
-those below. The plan is handed the accelerator kinds by its caller instead of importing them.
+strategy), analysis, run and the trainer integrations, api, and the presentation (CLI, reports). A module
+may import its own layer and those below. The plan is handed the accelerator kinds by its caller instead of
+importing them.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpubench.store",),
     ("hpubench.accelerators", "hpubench.precision", "hpubench.strategy"),
     ("hpubench.analysis",),
-    ("hpubench.run",),
+    ("hpubench.run", "hpubench.integrations"),
     ("hpubench.api",),
     ("hpubench.present", "reports", "hpubench.pytest_plugin", "hpubench.__main__"),
 )
