@@ -75,6 +75,18 @@ def strategy_name(strategy: object) -> str:
     return cls.removesuffix("Strategy").lower() or cls
 
 
+def framework_of(trainer: Any) -> str:
+    """``pytorch_lightning 2.6.6`` or ``lightning 2.6.6``: the package whose Trainer runs, and its version."""
+    package = type(trainer).__module__.split(".")[0]
+    try:
+        version = importlib.metadata.version(
+            "pytorch-lightning" if package == "pytorch_lightning" else package
+        )
+    except importlib.metadata.PackageNotFoundError:
+        version = "version unknown"
+    return f"{package} {version}"
+
+
 def trainer_facts(trainer: Any, module: Any) -> TrainerFacts:
     root = trainer.strategy.root_device
     kind = root.type if root.type in accelerators.names() else "cpu"
@@ -83,11 +95,9 @@ def trainer_facts(trainer: Any, module: Any) -> TrainerFacts:
     mode = "compile" if compiled else accelerators.get(kind)(index).mode_in_force("eager")
     accumulate = int(getattr(trainer, "accumulate_grad_batches", 1) or 1)
     flops = getattr(module, "flops_per_batch", None)
-    package = type(trainer).__module__.split(".")[0]
-    dist_name = "pytorch-lightning" if package == "pytorch_lightning" else package
     return TrainerFacts(
         workload=f"lightning:{type(module).__name__}",
-        framework=f"{package} {importlib.metadata.version(dist_name)}",
+        framework=framework_of(trainer),
         trainer=f"{type(trainer).__module__}.{type(trainer).__name__}",
         accelerator=kind,
         device_index=index,

@@ -140,3 +140,39 @@ def test_configure_optimizers_forms_give_the_one_optimizer() -> None:
     assert as_loss({"loss": torch.tensor(1.0)}).item() == 1.0
     with pytest.raises(TypeError, match="not a loss tensor"):
         as_loss(None)
+
+
+def test_a_module_s_flops_per_batch_reach_the_record() -> None:
+    facts = TrainerFacts(**{**FACTS.__dict__, "flops_per_step": 2_000_000})
+    rec = StepRecorder(facts, warmup_steps=1)
+    _train(rec, 6)
+    m = runrecord.build_record(facts, rec.close(), rec.clock_method).metrics
+    assert m is not None and m.flops_per_step == 2_000_000
+    assert m.achieved_tflops == pytest.approx(
+        2e6 * m.measured_steps / (m.step_time_mean_s * m.measured_steps) / 1e12
+    )
+
+
+def test_a_lightning_trainer_s_settings_in_hpubench_s_words() -> None:
+    lightning = pytest.importorskip("hpubench.integrations.lightning", reason="Lightning is not installed")
+    from types import SimpleNamespace
+
+    class DDPStrategy:
+        root_device = torch.device("cpu")
+
+    trainer = SimpleNamespace(
+        strategy=DDPStrategy(),
+        accumulate_grad_batches=4,
+        num_devices=2,
+        num_nodes=1,
+        precision="bf16-mixed",
+        accelerator=object(),
+    )
+    module = SimpleNamespace(_compiler_ctx={"compiler": "dynamo"}, flops_per_batch=1000)
+    facts = lightning.trainer_facts(trainer, module)
+    assert (facts.precision, facts.mode, facts.strategy, facts.devices) == ("bf16-mixed", "compile", "ddp", 2)
+    assert facts.flops_per_step == 4000 and facts.accumulate == 4  # a batch's FLOPs times the micro-batches
+    assert facts.workload == "lightning:SimpleNamespace"
+    assert lightning.precision_name("32") == "32-true" and lightning.precision_name("16") == "16-mixed"
+    with pytest.raises(ValueError, match="64-true"):
+        lightning.precision_name("64-true")
