@@ -125,7 +125,7 @@ class LightningWorkload(Workload):
             return tuple(t.to(device) for t in self.first_batch)
         if self._batches is None or self._drawing is not generator:
             torch.manual_seed(generator.initial_seed())  # the module's own shuffling follows the seed
-            self._batches = _cycle(self._source(self.module_class()))
+            self._batches = _cycle(self._source(_data_module(self.module_class)))
             self._drawing = generator
         leaves, _ = tree_flatten(next(self._batches))
         return tuple(t.to(device) for t in leaves)
@@ -159,12 +159,7 @@ def load(source: str) -> type[LightningWorkload]:
     where = f"--workload {LIGHTNING_PREFIX}{path}:{class_name}"
     module_class = _import_class(path, class_name, where)
     with torch.device("cpu"):
-        try:
-            with torch.device("meta"):
-                probe = module_class()
-        except Exception:  # a constructor that reads its weights: build it for real, once
-            probe = _build(module_class, where)
-        from_loader, batch = _first_batch(probe, where)
+        from_loader, batch = _first_batch(_data_module(module_class, where), where)
     leaves, spec = tree_flatten(batch)
     odd = [type(v).__name__ for v in leaves if not isinstance(v, torch.Tensor)]
     if odd or not leaves:
@@ -213,6 +208,21 @@ def _import_class(path: str, class_name: str, where: str) -> type[nn.Module]:
         known = f" (it defines {', '.join(sorted(found))})" if found else ""
         raise UsageError(f"{where}: the file has no LightningModule named {class_name!r}{known}")
     return cls
+
+
+def _data_module(module_class: type[nn.Module], where: str = "") -> nn.Module:
+    """An instance to read batches from: built on the meta device (no weights allocated) where its
+    constructor allows and its batches do not come out on meta (a dataset made in ``__init__``), else
+    built for real."""
+    try:
+        with torch.device("meta"):
+            module = module_class()
+        _, batch = _first_batch(module, where)
+        if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(batch)[0]):
+            return module
+    except Exception:  # a constructor that reads its weights, a loader that cannot run on meta
+        pass
+    return _build(module_class, where)
 
 
 def _build(module_class: type[nn.Module], where: str) -> nn.Module:

@@ -4,6 +4,7 @@ module cannot be benchmarked; and both integrations without their package, sayin
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -45,25 +46,44 @@ class Words(NoData):
 """
 
 CASES = [
-    ("lightning:missing.py:LitMLP", "'missing.py' does not exist"),
-    ("lightning:mods.py", "give lightning:FILE.py:CLASS"),
-    ("lightning:mods.py:Nope", "no LightningModule named 'Nope' (it defines NeedsArgs, NoData, Words)"),
-    ("lightning:mods.py:NoData", "no batch: train_dataloader() failed"),
-    ("lightning:mods.py:NeedsArgs", "NeedsArgs() failed: TypeError"),
-    ("lightning:mods.py:Words", "its batches hold str, str; hpubench moves batches of tensors only"),
+    ("mods.py:Nope", "no LightningModule named 'Nope' (it defines NeedsArgs, NoData, Words)"),
+    ("mods.py:NoData", "no batch: train_dataloader() failed"),
+    ("mods.py:NeedsArgs", "NeedsArgs() failed: TypeError"),
+    ("mods.py:Words", "its batches hold str, str; hpubench moves batches of tensors only"),
 ]
+# Every case's message from the loader every process uses, in one interpreter (Lightning imports once).
+LOAD_ALL = """
+import json, os, sys
+from hpubench.errors import UsageError
+from workloads import lightning
+out = {}
+for ref in sys.argv[1:]:
+    path, cls = ref.rsplit(":", 1)
+    try:
+        lightning.load(f"lightning:{os.path.abspath(path)}:{cls}")
+        out[ref] = None
+    except UsageError as exc:
+        out[ref] = str(exc)
+print(json.dumps(out))
+"""
 
 
 @pytest.mark.skipif(not HAVE_LIGHTNING, reason="pytorch-lightning is not installed")
 def test_a_module_that_cannot_be_benchmarked_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "mods.py").write_text(MODULES)
-    for value, fragment in CASES:
-        proc = run_cli("run", "-w", value, "--steps", "3", "--out", "out", cwd=tmp_path)
-        lines = proc.stderr.strip().splitlines()
-        assert proc.returncode == 2, (value, proc.stdout[-2000:], proc.stderr[-2000:])
-        assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0], (value, lines)
-        assert "Traceback" not in proc.stdout + proc.stderr
-        assert not (tmp_path / "out").exists()
+    argv = [sys.executable, "-c", LOAD_ALL, *(ref for ref, _ in CASES)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = json.loads(proc.stdout.strip().splitlines()[-1])
+    for ref, fragment in CASES:
+        assert said[ref] is not None and "\n" not in said[ref] and fragment in said[ref], (ref, said[ref])
+    # and through the CLI: the same line, exit 2, nothing written (the plan-level forms: unit tests)
+    proc = run_cli("run", "-w", "lightning:mods.py:Words", "--steps", "3", "--out", "out", cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), proc.stderr[-2000:]
+    assert CASES[3][1] in lines[0] and "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def _blocking(tmp_path: Path, names: tuple[str, ...]) -> dict[str, str]:

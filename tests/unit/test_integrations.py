@@ -123,6 +123,8 @@ def test_lightning_flags_become_a_workload_name_and_a_source(tmp_path) -> None:
     for bad in ("lightning:m.py", "lightning:m.txt:Lit", "lightning::Lit", f"lightning:{tmp_path}/m.py:1x"):
         with pytest.raises(UsageError, match=r"lightning:FILE\.py:CLASS"):
             lightning_source(bad)
+    with pytest.raises(UsageError, match=r"'nope\.py' does not exist; give the file that defines X"):
+        lightning_source("lightning:nope.py:X")
     (tmp_path / "n.py").write_text("")
     with pytest.raises(UsageError, match="rename one class"):
         split_model_dirs([f"lightning:{tmp_path}/m.py:Lit,lightning:{tmp_path}/n.py:Lit"])
