@@ -60,11 +60,12 @@ test-quick: compiler
 # Figures, not tests: harness/bare throughput and per-cell cost, run-to-run spread and the collapse guard,
 # agreement with a plain script under both host conditions, and the timing verdicts' rates on quiet runs. bench-threads re-measures the CPU thread policies (the README's table; ~15 min on 2 cores),
 # bench-heap the heap policies (HPUBENCH_MALLOC; ~4 min).
-bench: install hf lightning
+bench: install hf lightning browser
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/trust.py
 	$(PY) benchmarks/agreement.py
 	$(PY) benchmarks/trainer_agreement.py
+	$(PY) benchmarks/report_scale.py
 	$(PY) benchmarks/verdict_rates.py
 
 bench-threads: install

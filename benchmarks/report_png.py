@@ -1,11 +1,13 @@
-"""``docs/report.png`` from a healthy run: ``make report-png``.
+"""``docs/report.png`` from healthy runs on three machines: ``make report-png``.
 
-Runs a small CPU matrix through the CLI as a user would (adaptive steps), and keeps the run only when it is
-healthy: every cell measured and judged ``ok`` (no noisy, interfered or unstable figure; such a run is
-retried, up to ``--attempts`` times, since a busy machine makes exactly the collapsed numbers the picture
-must not show). Then ``hpubench report`` writes the page with the README's ``--price-here 0.10`` and
-headless Chromium screenshots its top at a desktop width. Prints each cell's samples/s, so the figures in
-the picture can be checked before it is committed.
+Runs a small matrix through the CLI as a user would (adaptive steps) on this host's CPU and on the HPU test
+double twice, as a first-generation Gaudi and as a Gaudi2 (``tests/fakes``; its records and the page say
+"test double": those figures are this CPU running hpubench's HPU code, never a Gaudi's). A run is kept
+only when it is healthy: every cell measured and judged ``ok`` (no noisy, interfered or unstable figure;
+such a run is retried, up to ``--attempts`` times, since a busy machine makes exactly the collapsed
+numbers the picture must not show). Then ``hpubench report`` writes the page with the README's
+``--price-here 0.10`` and headless Chromium screenshots its top at a desktop width. Prints each cell's
+samples/s, so the figures in the picture can be checked before it is committed.
 
 Exit 0 with the picture written, 1 when no attempt was healthy (nothing written; the reasons printed),
 2 when Chromium is missing (``make browser``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -24,14 +27,45 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_ARGS = ("-w", "mlp,gpt", "-p", "32-true,bf16-mixed", "-a", "cpu", "--steps", "auto")
+RUN_ARGS = ("-w", "mlp,gpt", "-p", "32-true,bf16-mixed", "--steps", "auto")
+FAKES = ROOT / "tests" / "fakes"
+# (run directory, accelerator, environment): the directory names the result set on the page
+MACHINES = (
+    ("cpu", "cpu", {}),
+    ("gaudi-double", "hpu", {"PYTHONPATH": str(FAKES), "HPUBENCH_FAKE_HPU_NAME": "GAUDI"}),
+    ("gaudi2-double", "hpu", {"PYTHONPATH": str(FAKES), "HPUBENCH_FAKE_HPU_NAME": "GAUDI2"}),
+)
 PRICE_HERE = "0.10"  # the README's example price for this machine (the page says it was given by hand)
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run")
 
 
-def hpubench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hpubench", *args], capture_output=True, text=True, cwd=ROOT)
+def hpubench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **(env or {})}
+    if env and "PYTHONPATH" in env:
+        full["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(ROOT)])
+    return subprocess.run(
+        [sys.executable, "-m", "hpubench", *args], capture_output=True, text=True, cwd=ROOT, env=full
+    )
+
+
+def healthy_run(
+    folder: Path, name: str, accelerator: str, env: dict[str, str], attempts: int, wait: float
+) -> Path | None:
+    """The run of one machine, retried until healthy; None when no attempt was."""
+    for attempt in range(1, attempts + 1):
+        run_dir = folder / f"attempt-{attempt}" / name  # the page labels the run by its directory
+        proc = hpubench("run", *RUN_ARGS, "-a", accelerator, "-o", str(run_dir), env=env)
+        why = unhealthy(run_dir) if (run_dir / "cells.jsonl").is_file() else [proc.stderr[-500:]]
+        print(f"{name}, attempt {attempt}: " + ("healthy" if not why else "not healthy"))
+        print("\n".join(figures(run_dir) if (run_dir / "cells.jsonl").is_file() else []))
+        for line in why:
+            print(f"  {line}")
+        if not why:
+            return run_dir
+        if attempt < attempts:
+            time.sleep(wait)
+    return None
 
 
 def unhealthy(run_dir: Path) -> list[str]:
@@ -90,23 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         print("report_png: chromium is not installed; install it with: make browser", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="report-png-") as tmp:
-        for attempt in range(1, args.attempts + 1):
-            run_dir = Path(tmp) / f"attempt-{attempt}" / "cpu"  # the page labels the run by its directory
-            proc = hpubench("run", *RUN_ARGS, "-o", str(run_dir))
-            why = unhealthy(run_dir) if (run_dir / "cells.jsonl").is_file() else [proc.stderr[-500:]]
-            print(f"attempt {attempt}: " + ("healthy" if not why else "not healthy"))
-            print("\n".join(figures(run_dir) if (run_dir / "cells.jsonl").is_file() else []))
-            for line in why:
-                print(f"  {line}")
-            if not why:
-                break
-            if attempt < args.attempts:
-                time.sleep(args.wait)
-        else:
-            print(f"report_png: no healthy run in {args.attempts} attempts; {args.out} left as it was")
-            return 1
+        runs = []
+        for name, accelerator, env in MACHINES:
+            run_dir = healthy_run(Path(tmp), name, accelerator, env, args.attempts, args.wait)
+            if run_dir is None:
+                print(
+                    f"report_png: no healthy {name} run in {args.attempts} attempts; {args.out} is unchanged"
+                )
+                return 1
+            runs.append(str(run_dir))
         page = Path(tmp) / "report.html"
-        proc = hpubench("report", str(run_dir), "-o", str(page), "--price-here", PRICE_HERE)
+        proc = hpubench("report", *runs, "-o", str(page), "--price-here", PRICE_HERE)
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1

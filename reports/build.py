@@ -24,9 +24,10 @@ import hpubench
 from hpubench.analysis.compare import Comparison
 from hpubench.analysis.prices import Tables
 from hpubench.analysis.stats import summary as stats
-from reports import assets, charts, fmt, observed
+from reports import assets, charts, comparecharts, fmt, observed
 from reports.celltable import cell_table
-from reports.frames import Headline, headlines, measured, scaling_frame
+from reports.decision import WorkloadDecision, decisions
+from reports.frames import Headline, config_label, headlines, measured, scaling_frame, varying_columns
 from reports.sources import ResultSet, is_test_double
 from reports.tables import Column, HtmlTable, TableCell, TableRow, number, text
 from reports.tuning import tuning_view
@@ -208,6 +209,50 @@ def _headline_view(h: Headline) -> dict[str, Any]:
     }
 
 
+def _decision_view(d: WorkloadDecision, varying: Sequence[str]) -> dict[str, Any]:
+    return {
+        "workload": d.workload,
+        "machines": [
+            {
+                "series": mb.series,
+                "fastest": _row_view(mb.fastest),
+                "fastest_config": config_label(mb.fastest, varying),
+                "speed_ratio": mb.speed_ratio,
+                "cheapest": _row_view(mb.cheapest),
+                "cheapest_config": None if mb.cheapest is None else config_label(mb.cheapest, varying),
+                "cost_ratio": mb.cost_ratio,
+            }
+            for mb in d.machines
+        ],
+    }
+
+
+def compare_command(sets: Sequence[ResultSet]) -> str | None:
+    """With exactly two result sets, the command that compares them cell by cell."""
+    if len(sets) != 2:
+        return None
+    return shlex.join(["hpubench", "compare", sets[0].path, sets[1].path, "-o", "compare.html"])
+
+
+def measured_first(df: pd.DataFrame) -> pd.DataFrame:
+    """The cells table's rows: the measured ones only, by workload and then fastest first; skipped and
+    failed cells are counted under it by reason (:func:`problem_groups`), so at 300 cells of which 284
+    were skipped the first screen is still figures."""
+    ok = measured(df)
+    return ok.sort_values(["workload", "samples_per_s"], ascending=[True, False], kind="stable")
+
+
+def problem_groups(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Skipped and failed cells grouped by status and reason, failures first, the largest groups first."""
+    rows = df[df["status"] != "ok"]
+    groups = []
+    for (status, reason), g in rows.groupby(
+        ["status", rows["reason"].fillna("no reason recorded")], sort=False
+    ):
+        groups.append({"status": status, "reason": reason, "count": len(g), "rows": g.to_dict("records")})
+    return sorted(groups, key=lambda x: (x["status"] != "failed", -x["count"], x["reason"]))
+
+
 def report_html(
     sets: Sequence[ResultSet],
     df: pd.DataFrame,
@@ -229,7 +274,9 @@ def report_html(
         title="hpubench report",
         sets=[provenance(rs) for rs in sets],
         headlines=[_headline_view(h) for h in headlines(df)],
-        table=cell_table(df, workload_samples),
+        decision=[_decision_view(d, varying_columns(ok)) for d in decisions(df)],
+        compare_command=compare_command(sets),
+        table=cell_table(measured_first(df), workload_samples),
         throughput=charts.throughput_charts(df, colors),
         scaling=charts.scaling_charts(sf, colors),
         scaling_rows=sf.to_dict("records"),
@@ -241,7 +288,7 @@ def report_html(
         loader=observed.loader_table(sets),
         tuning=tuning_view(sets),
         price_perf=charts.price_performance_charts(df, colors),
-        problems=[r for r in df.to_dict("records") if r["status"] != "ok"],
+        problems=problem_groups(df),
         tracebacks={
             (rs.label, r.key): r.traceback_tail for rs in sets for r in rs.results if r.traceback_tail
         },
@@ -363,8 +410,8 @@ def compare_html(c: Comparison, base: ResultSet, candidate: ResultSet, tables: T
         base=provenance(base),
         candidate=provenance(candidate),
         table=compare_table(c),
-        ratio_chart=charts.ratio_chart(c),
-        geomean_chart=charts.geomean_chart(c),
+        ratio_chart=comparecharts.ratio_chart(c),
+        geomean_chart=comparecharts.geomean_chart(c),
         prices=_table_rows(tables.prices, used),
         any_double=base.test_double or candidate.test_double,
         n_boot=stats.DEFAULT_N_BOOT,

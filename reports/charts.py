@@ -19,13 +19,12 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.utils import PlotlyJSONEncoder
 
-from hpubench.analysis.compare import CellRuns, Comparison
+from hpubench.analysis.compare import CellRuns
 from hpubench.analysis.pareto import pareto_front
 from reports import fmt
 from reports.frames import config_label, measured, varying_columns
 
 PALETTE = qualitative.Safe + qualitative.Vivid
-VERDICT_COLORS = {"faster": "#1b7837", "slower": "#b2182b", "no significant difference": "#777777"}
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 
 
@@ -59,7 +58,8 @@ def _state_scales(fig: go.Figure) -> None:
             axis.title.text = f"{title}, {scale}"
 
 
-def _chart(chart_id: str, title: str, fig: go.Figure, height: int) -> Chart:
+def chart(chart_id: str, title: str, fig: go.Figure, height: int) -> Chart:
+    """The figure laid out as every chart of a page is (title, legend, margins, scales stated)."""
     _state_scales(fig)
     # The legend, always shown (plotly hides a lone trace's, and then nothing says whose bars they are),
     # sits between the title and the plot, about two entries a row in a half-width chart: the top margin
@@ -86,6 +86,7 @@ def _chart(chart_id: str, title: str, fig: go.Figure, height: int) -> Chart:
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.01, "xanchor": "left", "x": 0},
         hoverlabel={"namelength": -1},
     )
+    fig.update_xaxes(tickangle=0)  # never rotated: a label that cannot fit is a chart to redesign
     return Chart(id=f"chart-{chart_id}", spec=script_safe_json(fig.to_plotly_json()), height=height)
 
 
@@ -106,6 +107,7 @@ def _with_config(g: pd.DataFrame, varying: Sequence[str]) -> pd.DataFrame:
 
 
 _NICE = (1.0, 2.0, 5.0)
+MOST_TICKS = 6  # labels a log axis carries: side by side at a phone's width without rotating
 _NEAR_ONE = (0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0)
 
 
@@ -119,7 +121,19 @@ def log_ticks(lo: float, hi: float, suffix: str = "") -> dict[str, list]:
     vals = [v for v in vals if lo / 1.5 <= v <= hi * 1.5]
     if len(vals) < 3:
         vals = sorted({*vals, *(v for v in _NEAR_ONE if lo / 1.5 <= v <= hi * 1.5)})
-    return {"tickvals": vals, "ticktext": [f"{v:,.6g}{suffix}" for v in vals]}
+    if len(vals) > MOST_TICKS:  # a wide range: decades only, then every other decade
+        decades = [v for v in vals if math.isclose(10 ** round(math.log10(v)), v)]
+        step = math.ceil(len(decades) / MOST_TICKS)
+        vals = decades[::step] if len(decades) >= 2 else vals[:: math.ceil(len(vals) / MOST_TICKS)]
+    return {"tickvals": vals, "ticktext": [compact(v) + suffix for v in vals]}
+
+
+def compact(v: float) -> str:
+    """A tick value short enough for five to sit side by side on a phone: 500, 20k, 1.5M, 0.25."""
+    for size, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= size:
+            return f"{v / size:.3g}{unit}"
+    return f"{v:.3g}"
 
 
 def _value_axis(values: Sequence[float]) -> dict:
@@ -140,57 +154,204 @@ def _by_workload(df: pd.DataFrame, needs: str | None = None) -> Iterator[tuple[i
         yield i, str(workload), _with_config(g, varying)
 
 
-def throughput_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
-    charts = []
-    for i, workload, g in _by_workload(df):
-        fig = go.Figure()
-        for series, s in g.groupby("series", sort=False):
-            fig.add_bar(
-                name=t(series),
-                x=[t(c) for c in s["config"]],
-                y=s["samples_per_s"].tolist(),
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": (s["samples_per_s_hi"] - s["samples_per_s"]).tolist(),
-                    "arrayminus": (s["samples_per_s"] - s["samples_per_s_lo"]).tolist(),
-                },
-                marker={"color": colors[series], "pattern": {"shape": "/" if s["test_double"].any() else ""}},
-                customdata=[
-                    [fmt.ci(r.samples_per_s_lo, r.samples_per_s_hi), r.measured_steps, r.repeats, t(r.key)]
-                    for r in s.itertuples()
-                ],
-                hovertemplate=(
-                    "%{customdata[3]}<br>%{y:,.4g} samples/s, 95% CI %{customdata[0]}<br>"
-                    "%{customdata[1]} measured steps × %{customdata[2]} repetition(s)"
-                    "<extra>%{fullData.name}</extra>"
-                ),
+LABELLED_POINTS = 12  # a price/performance chart labels every point up to this many, then the frontier only
+MAX_ROWS = 40  # configurations one chart labels, one row each; the rest are in the table (the title says)
+ROW_PX = 24  # a row's height: a 12 px label with air above and below
+LABEL_CHARS = 48  # a configuration label longer than this is cut (the hover holds it whole)
+
+
+def _cut(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What one configuration chart shows: a column, how to read it, and its axis words."""
+
+    col: str
+    lo: str | None  # interval columns, where it has one
+    hi: str | None
+    scale: float  # display unit per stored unit
+    unit: str  # axis title and colour bar title
+    what: str  # the chart title's tail
+    higher_is_better: bool
+
+
+THROUGHPUT = Measure(
+    "samples_per_s", "samples_per_s_lo", "samples_per_s_hi", 1.0, "samples/s", "throughput", True
+)
+MEMORY = Measure(
+    "memory_peak_allocated_bytes", None, None, 1 / 2**20, "peak memory, MiB", "peak memory", False
+)
+
+
+def _unique_configs(g: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose configuration label repeats on one machine (cells that differ in something the label
+    leaves out, such as the strategy) labelled by their key instead, so no bar or heat-map cell hides
+    another."""
+    twice = g.duplicated(["series", "config"], keep=False)
+    if not twice.any():
+        return g
+    return g.assign(config=[k if d else c for c, k, d in zip(g["config"], g["key"], twice, strict=True)])
+
+
+def _top(g: pd.DataFrame, m: Measure) -> tuple[list[str], int]:
+    """The configurations shown (best first, by their best machine; at most ``MAX_ROWS``), and how many
+    there are."""
+    best = g.groupby("config")[m.col].agg("max" if m.higher_is_better else "min")
+    ordered = best.sort_values(ascending=not m.higher_is_better)
+    return [str(c) for c in ordered.index[:MAX_ROWS]], len(ordered)
+
+
+def _config_chart(chart_id: str, workload: str, g: pd.DataFrame, m: Measure, colors: dict[str, str]) -> Chart:
+    """One workload's configurations: a horizontal bar each (the label beside it) on one machine, a heat
+    map of configuration x machine with the value in each cell on several; the best ``MAX_ROWS`` of them."""
+    g = _unique_configs(g)
+    configs, total = _top(g, m)
+    g = g[g["config"].isin(configs)]
+    series = list(dict.fromkeys(g["series"]))
+    shown = f"best {len(configs)} of {total} configurations" if total > len(configs) else "per configuration"
+    title = f"{workload}: {m.what}, {shown}"
+    labels = {c: t(_cut(c.replace(" · no graphs", ""))) for c in configs}
+    if len(series) == 1:
+        fig = _bars(g, configs, labels, m, colors[series[0]], series[0])
+        height = 120 + ROW_PX * len(configs)
+    else:
+        fig = _heatmap(g, configs, labels, series, m)
+        height = 200 + ROW_PX * len(configs)
+    fig.update_yaxes(
+        categoryorder="array",
+        categoryarray=[labels[c] for c in configs],
+        autorange="reversed",
+        automargin=True,
+    )
+    return chart(chart_id, title, fig, height)
+
+
+def _bars(
+    g: pd.DataFrame, configs: list[str], labels: dict[str, str], m: Measure, color: str, series: str
+) -> go.Figure:
+    rows = g.set_index("config").loc[configs]
+    values = rows[m.col] * m.scale
+    fig = go.Figure()
+    error = None
+    if m.lo and m.hi:
+        error = {
+            "type": "data",
+            "symmetric": False,
+            "array": ((rows[m.hi] - rows[m.col]) * m.scale).tolist(),
+            "arrayminus": ((rows[m.col] - rows[m.lo]) * m.scale).tolist(),
+        }
+    fig.add_bar(
+        name=t(series),
+        orientation="h",
+        y=[labels[c] for c in configs],
+        x=values.tolist(),
+        error_x=error,
+        marker={"color": color, "pattern": {"shape": "/" if rows["test_double"].any() else ""}},
+        customdata=[
+            [t(k), fmt.ci(lo * m.scale, hi * m.scale) if m.lo else "", t(c)]
+            for c, k, lo, hi in zip(
+                configs,
+                rows["key"],
+                rows[m.lo] if m.lo else values,
+                rows[m.hi] if m.hi else values,
+                strict=True,
             )
-        fig.update_layout(barmode="group", yaxis_title="samples/s (higher is better)")
-        fig.update_yaxes(**_value_axis([*g["samples_per_s_lo"], *g["samples_per_s_hi"]]))
-        charts.append(_chart(f"thr-{i}", f"{workload}: throughput by precision · mode · graphs", fig, 380))
-    return charts
+        ],
+        hovertemplate="%{customdata[2]}<br>%{customdata[0]}<br>%{x:,.4g} "
+        + m.unit
+        + " %{customdata[1]}<extra></extra>",
+    )
+    fig.update_xaxes(
+        title=f"{m.unit} ({'higher' if m.higher_is_better else 'lower'} is better)",
+        **_value_axis(values.tolist()),
+    )
+    return fig
+
+
+def _heatmap(
+    g: pd.DataFrame, configs: list[str], labels: dict[str, str], series: list[str], m: Measure
+) -> go.Figure:
+    """Configuration x machine; the colour is the value on a log scale, the text the value itself."""
+    table = g.pivot_table(index="config", columns="series", values=m.col, aggfunc="first").reindex(
+        index=configs, columns=series
+    )
+    keys = g.pivot_table(index="config", columns="series", values="key", aggfunc="first").reindex(
+        index=configs, columns=series
+    )
+    values = table * m.scale
+    z = [[math.log10(v) if pd.notna(v) and v > 0 else None for v in row] for row in values.to_numpy()]
+    text = [[compact(v) if pd.notna(v) else "" for v in row] for row in values.to_numpy()]
+    # Machines are lettered on the axis (a name would not fit a column at a phone's width) and named in the
+    # legend, one entry a letter; the hover names both.
+    letters = [machine_letter(i) for i in range(len(series))]
+    hover = [
+        [
+            f"{letters[j]}: {t(series[j])}<br>{t(k) if isinstance(k, str) else 'not run'}"
+            for j, k in enumerate(row)
+        ]
+        for row in keys.to_numpy()
+    ]
+    finite = [v for row in z for v in row if v is not None]
+    ticks = log_ticks(10 ** min(finite), 10 ** max(finite)) if finite else {}
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=letters,
+            y=[labels[c] for c in configs],
+            text=text,
+            texttemplate="%{text}",
+            textfont={"size": 10},
+            customdata=hover,
+            hovertemplate="%{y}<br>%{customdata}<br>%{text} " + m.unit + "<extra></extra>",
+            colorscale="Viridis",
+            reversescale=not m.higher_is_better,
+            xgap=2,
+            ygap=2,
+            showscale=True,
+            showlegend=False,
+            # below the plot, across it: at a phone's width every pixel beside the plot is a column's
+            colorbar={
+                "title": {"text": f"{m.unit}, log scale", "side": "top"},
+                "tickvals": [math.log10(v) for v in ticks.get("tickvals", [])],
+                "ticktext": ticks.get("ticktext", []),
+                "thickness": 10,
+                "orientation": "h",
+                "y": -0.02,
+                "yanchor": "top",
+                "yref": "paper",
+                "len": 1,
+            },
+        )
+    )
+    for letter, name in zip(letters, series, strict=True):  # the legend: what each letter stands for
+        fig.add_scatter(
+            name=f"{letter}: {t(name)}",
+            x=[None],
+            y=[None],
+            mode="markers",
+            marker={"opacity": 0},
+            hoverinfo="skip",
+        )
+    fig.update_xaxes(side="top", tickangle=0, title=None, automargin=True)
+    return fig
+
+
+def machine_letter(i: int) -> str:
+    """A, B, ... Z, then M27, M28, ...: a machine's name on a heat map's axis."""
+    return chr(ord("A") + i) if i < 26 else f"M{i + 1}"
+
+
+def throughput_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
+    return [_config_chart(f"thr-{i}", w, g, THROUGHPUT, colors) for i, w, g in _by_workload(df)]
 
 
 def memory_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
-    charts = []
-    for i, workload, g in _by_workload(df, "memory_peak_allocated_bytes"):
-        fig = go.Figure()
-        for series, s in g.groupby("series", sort=False):
-            fig.add_bar(
-                name=t(series),
-                x=[t(c) for c in s["config"]],
-                y=(s["memory_peak_allocated_bytes"] / 2**20).tolist(),
-                marker={"color": colors[series], "pattern": {"shape": "/" if s["test_double"].any() else ""}},
-                customdata=[[t(r.memory_source), t(r.key)] for r in s.itertuples()],
-                hovertemplate=(
-                    "%{customdata[1]}<br>peak %{y:,.0f} MiB<br>source: %{customdata[0]}"
-                    "<extra>%{fullData.name}</extra>"
-                ),
-            )
-        fig.update_layout(barmode="group", yaxis_title="peak memory, MiB")
-        charts.append(_chart(f"mem-{i}", f"{workload}: peak memory per cell", fig, 340))
-    return charts
+    return [
+        _config_chart(f"mem-{i}", w, g, MEMORY, colors)
+        for i, w, g in _by_workload(df, "memory_peak_allocated_bytes")
+    ]
 
 
 def memory_timeline_charts(runs: Sequence[tuple[str, CellRuns]], colors: dict[str, str]) -> list[Chart]:
@@ -218,7 +379,7 @@ def memory_timeline_charts(runs: Sequence[tuple[str, CellRuns]], colors: dict[st
                 ),
             )
         fig.update_layout(xaxis_title="steps completed (warm-up first)", yaxis_title="memory in use, MiB")
-        charts.append(_chart(f"memtl-{i}", f"{workload}: memory over the steps", fig, 340))
+        charts.append(chart(f"memtl-{i}", f"{workload}: memory over the steps", fig, 340))
     return charts
 
 
@@ -254,7 +415,7 @@ def scaling_charts(sf: pd.DataFrame, colors: dict[str, str]) -> list[Chart]:
             xaxis_title="devices in total (devices × nodes)", yaxis_title="scaling efficiency, %"
         )
         fig.update_xaxes(type="log", dtick=math.log10(2))
-        charts.append(_chart(f"scale-{i}", f"{workload}: scaling efficiency", fig, 360))
+        charts.append(chart(f"scale-{i}", f"{workload}: scaling efficiency", fig, 360))
     return charts
 
 
@@ -290,7 +451,8 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
                 y=s["samples_per_s"].tolist(),
                 # Each point labelled with its configuration: several cells share one legend entry.
                 mode="markers+text",
-                text=[t(c) for c in s["label"]],
+                # Every point labelled while few; past LABELLED_POINTS only the frontier's (the rest in hover)
+                text=[t(c) if len(g) <= LABELLED_POINTS or i in front else "" for i, c in s["label"].items()],
                 textposition=_label_sides(s["usd_per_million_samples"], g["usd_per_million_samples"], x_axis),
                 textfont={"size": 10, "color": "#444"},
                 cliponaxis=False,
@@ -334,95 +496,5 @@ def price_performance_charts(df: pd.DataFrame, colors: dict[str, str]) -> list[C
         )
         fig.update_xaxes(**x_axis)
         fig.update_yaxes(**_value_axis(g["samples_per_s"].tolist()))
-        charts.append(_chart(f"pp-{i}", f"{workload}: price/performance", fig, 400))
+        charts.append(chart(f"pp-{i}", f"{workload}: price/performance", fig, 400))
     return charts
-
-
-# ---- comparison ------------------------------------------------------------------------------------------
-
-
-def _verdict_group(verdict: str) -> str:
-    """faster / slower (with or without "(within-run only)"), else "no significant difference" (which
-    takes "not comparable" too: grey either way)."""
-    word = verdict.split()[0]
-    return word if word in ("faster", "slower") else "no significant difference"
-
-
-def ratio_chart(c: Comparison) -> Chart:
-    """Forest plot: one row per matched cell, its throughput ratio and interval, 1 marked."""
-    cells = sorted(c.cells, key=lambda x: (x.workload, x.throughput_ratio.value))
-    fig = go.Figure()
-    for verdict, color in VERDICT_COLORS.items():
-        group = [x for x in cells if _verdict_group(x.verdict) == verdict]
-        if not group:
-            continue
-        fig.add_scatter(
-            name=f"candidate {verdict}"
-            if verdict in ("faster", "slower")
-            else f"{verdict} or not comparable",
-            x=[x.throughput_ratio.value for x in group],
-            y=[t(x.match_key) for x in group],
-            mode="markers",
-            marker={"color": color, "size": 9},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [x.throughput_ratio.hi - x.throughput_ratio.value for x in group],
-                "arrayminus": [x.throughput_ratio.value - x.throughput_ratio.lo for x in group],
-            },
-            customdata=[[fmt.ci(x.throughput_ratio.lo, x.throughput_ratio.hi)] for x in group],
-            hovertemplate="%{y}<br>%{x:.3g}× 95% CI %{customdata[0]}<extra></extra>",
-        )
-    fig.add_vline(x=1, line={"dash": "dot", "color": "#555"})
-    lo = min(1.0, *(x.throughput_ratio.lo for x in cells))
-    hi = max(1.0, *(x.throughput_ratio.hi for x in cells))
-    fig.update_xaxes(
-        type="log",
-        title="candidate samples/s ÷ base samples/s (log scale; > 1: candidate faster)",
-        **log_ticks(lo, hi, "×"),
-    )
-    fig.update_yaxes(
-        categoryorder="array",
-        categoryarray=[t(x.match_key) for x in cells],
-        autorange="reversed",
-        automargin=True,
-    )
-    return _chart("ratios", "Throughput ratio per matched cell", fig, 140 + 26 * len(cells))
-
-
-def geomean_chart(c: Comparison) -> Chart:
-    groups = [*c.per_workload, c.overall]
-    fig = go.Figure()
-    for what, color, pick in (
-        ("throughput", "#2166ac", lambda g: g.throughput),
-        ("samples per $", "#b35806", lambda g: g.perf_per_usd),
-    ):
-        rows = [(g, pick(g)) for g in groups if pick(g) is not None]
-        if not rows:
-            continue
-        fig.add_scatter(
-            name=what,
-            x=[e.value for _, e in rows],
-            y=[t(f"{g.name} ({g.cells} cell{'s' if g.cells != 1 else ''})") for g, _ in rows],
-            mode="markers",
-            marker={"color": color, "size": 11, "symbol": "diamond"},
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": [e.hi - e.value for _, e in rows],
-                "arrayminus": [e.value - e.lo for _, e in rows],
-            },
-            customdata=[[fmt.ci(e.lo, e.hi)] for _, e in rows],
-            hovertemplate="%{y}<br>geometric mean %{x:.3g}× 95% CI %{customdata[0]}<extra>"
-            + what
-            + "</extra>",
-        )
-    fig.add_vline(x=1, line={"dash": "dot", "color": "#555"})
-    ests = [e for g in groups for e in (g.throughput, g.perf_per_usd) if e is not None]
-    fig.update_xaxes(
-        type="log",
-        title="geometric-mean ratio, candidate over base (> 1: candidate better)",
-        **log_ticks(min(1.0, *(e.lo for e in ests)), max(1.0, *(e.hi for e in ests)), "×"),
-    )
-    fig.update_yaxes(automargin=True, autorange="reversed")
-    return _chart("geomeans", "Geometric-mean ratio per workload and overall", fig, 160 + 40 * len(groups))

@@ -220,7 +220,7 @@ class Headline:
     passed_over: tuple[pd.Series, ...] = ()
 
 
-def _ranked(
+def ranked(
     rows: pd.DataFrame, col: str, higher: bool, words: tuple[str, str], varying: Sequence[str]
 ) -> tuple[pd.Series, pd.Series | None, Decision, tuple[pd.Series, ...]]:
     """The row shown, its runner-up, the decision and the rows passed over, by one rule (``rank``)."""
@@ -235,14 +235,14 @@ def headlines(df: pd.DataFrame) -> list[Headline]:
     varying = varying_columns(ok) if len(ok) else []
     for workload, g in ok.groupby("workload", sort=True):
         by_speed = g.sort_values("samples_per_s", ascending=False)
-        fastest, runner, speed, passed = _ranked(
+        fastest, runner, speed, passed = ranked(
             by_speed, "samples_per_s", True, ("fastest", "faster"), varying
         )
         priced = g[g["usd_per_million_samples"].notna()].sort_values("usd_per_million_samples")
         cost: tuple[Any, ...] = (None, None, None)
         if len(priced):
             col = "usd_per_million_samples"
-            cost = _ranked(priced, col, False, ("cheapest", "cheaper"), varying)[:3]
+            cost = ranked(priced, col, False, ("cheapest", "cheaper"), varying)[:3]
         out.append(Headline(str(workload), fastest, runner, speed, *cost, passed_over=passed))
     return out
 

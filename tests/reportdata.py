@@ -58,6 +58,8 @@ def fake_result(
     device_name: str,
     *,
     precision: str = "bf16-mixed",
+    mode: str = "eager",
+    graphs: bool = False,
     devices: int = 1,
     nodes: int = 1,
     step_s: float = 0.1,
@@ -85,6 +87,8 @@ def fake_result(
         devices=devices,
         nodes=nodes,
         precision=precision,
+        mode=mode,
+        graphs=graphs,
         warmup_steps=2,
         steps=12,
     )
@@ -94,7 +98,7 @@ def fake_result(
         "software": software or {"torch": "2.6.0"},
         "env_flags": env_flags or {},
         "batch_size": batch,
-        "mode_in_force": "eager",
+        "mode_in_force": mode,
         "timing": "time.perf_counter around each step, device synchronised before and after",
         **(facts or {}),
     }
