@@ -5,9 +5,9 @@ double twice, as a first-generation Gaudi and as a Gaudi2 (``tests/fakes``; its 
 "test double": those figures are this CPU running hpubench's HPU code, never a Gaudi's). A run is kept
 only when it is healthy: every cell measured and judged ``ok`` (no noisy, interfered or unstable figure;
 such a run is retried, up to ``--attempts`` times, since a busy machine makes exactly the collapsed
-numbers the picture must not show). Then ``hpubench report`` writes the page with the README's
-``--price-here 0.10`` and headless Chromium screenshots its top at a desktop width. Prints each cell's
-samples/s, so the figures in the picture can be checked before it is committed.
+numbers the picture must not show). Then ``hpubench report`` writes the page with the README's example
+price for the CPU (``--prices``) and headless Chromium screenshots its top at a desktop width. Prints each
+cell's samples/s, so the figures in the picture can be checked before it is committed.
 
 Exit 0 with the picture written, 1 when no attempt was healthy (nothing written; the reasons printed),
 2 when Chromium is missing (``make browser``).
@@ -35,7 +35,16 @@ MACHINES = (
     ("gaudi-double", "hpu", {"PYTHONPATH": str(FAKES), "HPUBENCH_FAKE_HPU_NAME": "GAUDI"}),
     ("gaudi2-double", "hpu", {"PYTHONPATH": str(FAKES), "HPUBENCH_FAKE_HPU_NAME": "GAUDI2"}),
 )
-PRICE_HERE = "0.10"  # the README's example price for this machine (the page says it was given by hand)
+# The README's example price for this machine's CPU (the page says where a price came from); the Gaudi
+# generations keep the price table's own entries.
+PRICES = """[[price]]
+name = "this host's CPU (given by hand for the picture)"
+accelerator = "cpu"
+match = ".*"
+usd_per_device_hour = 0.10
+source = "benchmarks/report_png.py, the README's example --price-here"
+as_of = "2026-11-27"
+"""
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run")
 
@@ -134,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             runs.append(str(run_dir))
         page = Path(tmp) / "report.html"
-        proc = hpubench("report", *runs, "-o", str(page), "--price-here", PRICE_HERE)
+        prices = Path(tmp) / "prices.toml"
+        prices.write_text(PRICES)
+        proc = hpubench("report", *runs, "-o", str(page), "--prices", str(prices))
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1

@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         build = []
         for _ in range(args.tries):
             t0 = time.perf_counter()
-            if cli(["report", *map(str, runs), "-o", str(page)]) != 0:
-                raise SystemExit("hpubench report failed")
+            page.unlink(missing_ok=True)
+            cli(["report", *map(str, runs), "-o", str(page)])
+            if not page.is_file():
+                raise SystemExit("hpubench report wrote no page")
             build.append(time.perf_counter() - t0)
         print(f"1,000 cells over {len(runs)} machines; page {page.stat().st_size / 2**20:.1f} MiB")
         print(_line("build", build))

@@ -193,6 +193,7 @@ def _row_view(row: pd.Series | None) -> dict[str, Any] | None:
     d["quality_reasons"] = "" if fmt.missing(d["quality_reasons"]) else str(d["quality_reasons"])
     d["numerics"] = None if fmt.missing(d["numerics"]) else str(d["numerics"])
     d["numerics_reasons"] = "" if fmt.missing(d["numerics_reasons"]) else str(d["numerics_reasons"])
+    d["price_as_of"] = None if fmt.missing(d.get("price_as_of")) else d["price_as_of"]  # NaN reads "undated"
     return d
 
 
