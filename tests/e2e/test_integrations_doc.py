@@ -93,7 +93,7 @@ def test_lightning_callback_snippet_writes_a_run_that_every_reader_takes(example
     _run_snippet(0, examples)
     run = examples / "results" / "lit-trainer"
     (record,) = _records(run)
-    _check_trainer_record(record, "lightning:LitMLP", steps=300, batch=64)
+    _check_trainer_record(record, "lightning:LitMLP", steps=150, batch=64)
     assert "trainer" in record["runtime"]["timing"] and record["runtime"]["trainer"]["framework"]
 
     shown = run_cli("results", str(run), "--wide", cwd=examples)
@@ -121,7 +121,7 @@ def test_lightning_callback_snippet_writes_a_run_that_every_reader_takes(example
 def test_hf_trainer_callback_snippet_records_the_model_type(examples: Path) -> None:
     _run_snippet(1, examples)
     (record,) = _records(examples / "results" / "hf-trainer")
-    _check_trainer_record(record, "hf:gpt2", steps=150, batch=8)
+    _check_trainer_record(record, "hf:gpt2", steps=80, batch=8)
     assert record["runtime"]["trainer"]["model_class"].endswith("GPT2LMHeadModel")
 
 
