@@ -112,16 +112,11 @@ def trainer_facts(trainer: Any, module: Any) -> TrainerFacts:
     )
 
 
-class _Recording:
+class _Recording(runrecord.Recording):
     """The hook logic; combined with Lightning's ``Callback`` class(es) below."""
 
     def __init__(self, out: str | os.PathLike[str], warmup_steps: int = DEFAULT_WARMUP_STEPS) -> None:
-        if warmup_steps < 1:
-            raise ValueError(f"HpubenchCallback: warmup_steps must be at least 1, got {warmup_steps}")
-        self.out = os.fspath(out)
-        self.warmup_steps = warmup_steps
-        self.recorder: StepRecorder | None = None
-        self.record_written: os.PathLike[str] | str | None = None
+        super().__init__(out, warmup_steps)
         self._samples = 0
         self._global_step = 0
         self._in_step = False
@@ -158,13 +153,7 @@ class _Recording:
     on_train_epoch_end = _pause
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-        if self.recorder is None:
-            return
-        steps = self.recorder.close()
-        record = runrecord.build_record(self.recorder.facts, steps, self.recorder.clock_method)
-        if runrecord.rank() == 0:
-            self.record_written = runrecord.write(self.out, record)
-        self.recorder = None
+        self.finish()
 
 
 HpubenchCallback = type("HpubenchCallback", (_Recording, *_callback_bases()), {"__module__": __name__})

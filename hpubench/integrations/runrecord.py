@@ -24,7 +24,13 @@ from hpubench.analysis import numerics
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.peaks import peak_for
 from hpubench.analysis.quality import with_quality
-from hpubench.integrations.recorder import WHAT_A_STEP_IS, Steps, TrainerFacts
+from hpubench.integrations.recorder import (
+    DEFAULT_WARMUP_STEPS,
+    WHAT_A_STEP_IS,
+    StepRecorder,
+    Steps,
+    TrainerFacts,
+)
 from hpubench.measure.conditions_probe import thread_facts
 from hpubench.measure.heap import user_allocator
 from hpubench.plan.cell import Cell
@@ -175,3 +181,25 @@ def write(out: str | os.PathLike[str], result: CellResult) -> Path:
     final = result if repeat == 0 else replace(result, repeat=repeat)
     store.append(final)
     return store.run_dir
+
+
+class Recording:
+    """What both callbacks hold: where the run goes, the warm-up asked for, the recorder of the run in
+    progress, and where its record went; ``finish`` ends the run (every rank) and writes it (rank 0)."""
+
+    def __init__(self, out: str | os.PathLike[str], warmup_steps: int = DEFAULT_WARMUP_STEPS) -> None:
+        if warmup_steps < 1:
+            raise ValueError(f"HpubenchCallback: warmup_steps must be at least 1, got {warmup_steps}")
+        self.out = os.fspath(out)
+        self.warmup_steps = warmup_steps
+        self.recorder: StepRecorder | None = None
+        self.record_written: Path | None = None
+
+    def finish(self) -> None:
+        if self.recorder is None:
+            return
+        steps = self.recorder.close()
+        record = build_record(self.recorder.facts, steps, self.recorder.clock_method)
+        if rank() == 0:
+            self.record_written = write(self.out, record)
+        self.recorder = None

@@ -79,16 +79,11 @@ def trainer_facts(args: Any, model: torch.nn.Module, trainer_class: str) -> Trai
     )
 
 
-class HpubenchCallback(TrainerCallback):  # type: ignore[misc]  # transformers is untyped here
+class HpubenchCallback(runrecord.Recording, TrainerCallback):  # type: ignore[misc]  # transformers: untyped
     """Records the Trainer's run; see the module docstring."""
 
     def __init__(self, out: str | os.PathLike[str], warmup_steps: int = DEFAULT_WARMUP_STEPS) -> None:
-        if warmup_steps < 1:
-            raise ValueError(f"HpubenchCallback: warmup_steps must be at least 1, got {warmup_steps}")
-        self.out = os.fspath(out)
-        self.warmup_steps = warmup_steps
-        self.recorder: StepRecorder | None = None
-        self.record_written: os.PathLike[str] | str | None = None
+        super().__init__(out, warmup_steps)
         self._hook: Any = None
         self._samples = 0
         self._loss: torch.Tensor | None = None
@@ -125,12 +120,7 @@ class HpubenchCallback(TrainerCallback):  # type: ignore[misc]  # transformers i
     on_epoch_end = _pause
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.recorder is None:
-            return
         if self._hook is not None:
             self._hook.remove()
-        steps = self.recorder.close()
-        record = runrecord.build_record(self.recorder.facts, steps, self.recorder.clock_method)
-        if runrecord.rank() == 0:
-            self.record_written = runrecord.write(self.out, record)
-        self.recorder = None
+            self._hook = None
+        self.finish()

@@ -1,4 +1,5 @@
-"""Which share of a matrix one machine runs: ``hpubench run --shard K/N`` or a Slurm job array.
+"""Which share of a matrix one machine runs: ``hpubench run --shard K/N``, a Slurm job array or a
+Kubernetes Indexed Job.
 
 Pure: no torch, no I/O (the environment comes in as a mapping).
 
@@ -7,7 +8,10 @@ Numbering. ``K/N`` is 1-based: ``--shard 1/3``, ``2/3`` and ``3/3`` together run
 ``--shard`` is absent and ``SLURM_ARRAY_TASK_ID`` is set, ``N = SLURM_ARRAY_TASK_COUNT`` and
 ``K = (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP + 1``: whatever range the
 user's ``--array`` gives (``0-2``, ``1-3``, ``10-14``, ``0-8:4``), its first task is shard 1. A list of
-ids with gaps (``--array=1,4,9``) cannot be numbered that way and is refused with the fix.
+ids with gaps (``--array=1,4,9``) cannot be numbered that way and is refused with the fix. From Kubernetes,
+an Indexed Job gives each pod ``JOB_COMPLETION_INDEX`` (0-based) but not the count, so the Job says it in
+``HPUBENCH_SHARD_COUNT`` (its ``completions``): ``K = JOB_COMPLETION_INDEX + 1``. A pod that is retried keeps
+its index, so it runs the same shard (``docs/kubernetes.md``).
 
 The partition. Every task of an array computes the partition on its own, and they must all compute the
 same one: a cell two tasks both think is theirs is measured twice (and ``results merge`` refuses the two
@@ -40,6 +44,8 @@ SLURM_COUNT = "SLURM_ARRAY_TASK_COUNT"
 SLURM_MIN = "SLURM_ARRAY_TASK_MIN"
 SLURM_MAX = "SLURM_ARRAY_TASK_MAX"
 SLURM_STEP = "SLURM_ARRAY_TASK_STEP"
+K8S_INDEX = "JOB_COMPLETION_INDEX"  # set by Kubernetes in every pod of an Indexed Job
+K8S_COUNT = "HPUBENCH_SHARD_COUNT"  # set by the Job's manifest: its completions
 
 
 @dataclass(frozen=True)
@@ -68,14 +74,13 @@ def parse_shard(text: str, source: str = "--shard") -> Shard:
     return Shard(k, n, source)
 
 
-def _int_var(environ: Mapping[str, str], name: str, default: int | None = None) -> int:
+def _int_var(environ: Mapping[str, str], name: str, default: int | None = None, by: str = SLURM_ID) -> int:
     raw = environ.get(name)
     if raw is None or raw.strip() == "":
         if default is not None:
             return default
-        raise UsageError(
-            f"{SLURM_ID} is set but {name} is not; fix: run inside a Slurm job array, or give --shard K/N"
-        )
+        where = "a Slurm job array" if by == SLURM_ID else f"set {name} to the Job's completions"
+        raise UsageError(f"{by} is set but {name} is not; fix: {where}, or give --shard K/N")
     try:
         return int(raw.strip())
     except ValueError:
@@ -83,8 +88,16 @@ def _int_var(environ: Mapping[str, str], name: str, default: int | None = None) 
 
 
 def shard_from_env(environ: Mapping[str, str]) -> Shard | None:
-    """The shard of this Slurm array task, or None outside a job array (see the module docstring)."""
-    if not (environ.get(SLURM_ID) or "").strip():  # unset, or set empty: not an array task
+    """The shard of this Slurm array task or Kubernetes Indexed Job pod, or None outside both (see the
+    module docstring)."""
+    slurm, k8s = ((environ.get(v) or "").strip() for v in (SLURM_ID, K8S_INDEX))
+    if slurm and k8s:
+        raise UsageError(
+            f"both {SLURM_ID} and {K8S_INDEX} are set, so the shard is ambiguous; fix: give --shard K/N"
+        )
+    if k8s:
+        return _indexed_job(environ)
+    if not slurm:  # unset, or set empty: not an array task
         return None
     task = _int_var(environ, SLURM_ID)
     count = _int_var(environ, SLURM_COUNT)
@@ -109,9 +122,25 @@ def shard_from_env(environ: Mapping[str, str]) -> Shard | None:
     return Shard(offset // step + 1, count, f"{SLURM_ID}={task} of {first}-{last}")
 
 
+def _indexed_job(environ: Mapping[str, str]) -> Shard:
+    index = _int_var(environ, K8S_INDEX, by=K8S_INDEX)
+    count = _int_var(environ, K8S_COUNT, by=K8S_INDEX)
+    if not 1 <= count <= MAX_SHARDS:
+        raise UsageError(
+            f"{K8S_COUNT}={count} cannot be a Job's completions; fix: set it to them (1-{MAX_SHARDS}), "
+            "or give --shard K/N"
+        )
+    if not 0 <= index < count:
+        raise UsageError(
+            f"{K8S_INDEX}={index} is outside the Job's {count} completions ({K8S_COUNT}); fix: set "
+            f"{K8S_COUNT} to the Job's completions, or give --shard K/N"
+        )
+    return Shard(index + 1, count, f"{K8S_INDEX}={index} of {count}")
+
+
 def resolve(option: str | None, environ: Mapping[str, str]) -> Shard | None:
-    """``--shard`` where given (the environment is then not read), else a Slurm array's task, else None.
-    ``1/1`` means the whole matrix."""
+    """``--shard`` where given (the environment is then not read), else a Slurm array's task or an Indexed
+    Job's pod, else None. ``1/1`` means the whole matrix."""
     shard = parse_shard(option) if option is not None else shard_from_env(environ)
     return None if shard is not None and shard.count == 1 else shard
 

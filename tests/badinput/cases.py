@@ -621,6 +621,11 @@ for value in ["3/2", "0/0", "a/b", "", "1/0", "0/3", "2", "-1/3", "1/2/3"]:
     add("cli", f"run --shard {value!r}", [*RUN, "--shard", value], "--shard")
 for env, fragment in [
     ({"SLURM_ARRAY_TASK_ID": "abc", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "0"}, "TASK_ID"),
+    # a Kubernetes Indexed Job's pod (docs/kubernetes.md)
+    ({"JOB_COMPLETION_INDEX": "0"}, "HPUBENCH_SHARD_COUNT is not"),
+    ({"JOB_COMPLETION_INDEX": "one", "HPUBENCH_SHARD_COUNT": "3"}, "JOB_COMPLETION_INDEX='one'"),
+    ({"JOB_COMPLETION_INDEX": "3", "HPUBENCH_SHARD_COUNT": "3"}, "outside the Job's 3 completions"),
+    ({"JOB_COMPLETION_INDEX": "0", "HPUBENCH_SHARD_COUNT": "-2"}, "HPUBENCH_SHARD_COUNT=-2"),
     ({"SLURM_ARRAY_TASK_ID": "1"}, "SLURM_ARRAY_TASK_COUNT"),
     ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "x", "SLURM_ARRAY_TASK_MIN": "0"}, "TASK_COUNT"),
     ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "?"}, "TASK_MIN"),

@@ -1,5 +1,6 @@
-"""Sharding for real: one matrix run whole and as three shards (one of them numbered by a Slurm job
-array's environment), the shards merged, and the merged directory read by report, compare and gate."""
+"""Sharding for real: one matrix run whole and as three shards (one numbered by --shard, one by a Slurm job
+array's environment, one by a Kubernetes Indexed Job pod's), the shards merged, and the merged directory
+read by report, compare and gate."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hpubench.store.readback import load_results
 
 MATRIX = ("-w", "mlp,gpt", "--precision", "32-true,bf16-mixed", "--steps", "3", "--no-telemetry")
-NO_SLURM = {"SLURM_ARRAY_TASK_ID": "", "SLURM_ARRAY_TASK_COUNT": ""}
+NO_SLURM = {"SLURM_ARRAY_TASK_ID": "", "SLURM_ARRAY_TASK_COUNT": "", "JOB_COMPLETION_INDEX": ""}
 
 
 def _keys(run: Path) -> list[str]:
@@ -25,12 +26,15 @@ def runs(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("shards")
     whole = run_cli("run", *MATRIX, "-o", str(root / "whole"), env=NO_SLURM)
     assert whole.returncode == 0, whole.stderr
-    for k in (1, 3):
-        p = run_cli("run", *MATRIX, "--shard", f"{k}/3", "-o", str(root / f"s{k}"), env=NO_SLURM)
-        assert p.returncode == 0, p.stderr
-        assert f"shard {k}/3 (--shard)" in p.stderr
+    p = run_cli("run", *MATRIX, "--shard", "1/3", "-o", str(root / "s1"), env=NO_SLURM)
+    assert p.returncode == 0, p.stderr
+    assert "shard 1/3 (--shard)" in p.stderr
+    pod = {**NO_SLURM, "JOB_COMPLETION_INDEX": "2", "HPUBENCH_SHARD_COUNT": "3"}  # the third pod: shard 3
+    p = run_cli("run", *MATRIX, "-o", str(root / "s3"), env=pod)
+    assert p.returncode == 0, p.stderr
+    assert "shard 3/3 (JOB_COMPLETION_INDEX=2 of 3)" in p.stderr
     slurm = {"SLURM_ARRAY_TASK_ID": "11", "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_ARRAY_TASK_MIN": "10"}
-    p = run_cli("run", *MATRIX, "-o", str(root / "s2"), env=slurm)  # task 11 of --array=10-12: shard 2
+    p = run_cli("run", *MATRIX, "-o", str(root / "s2"), env={**slurm, "JOB_COMPLETION_INDEX": ""})  # shard 2
     assert p.returncode == 0, p.stderr
     assert "shard 2/3 (SLURM_ARRAY_TASK_ID=11 of 10-12)" in p.stderr
     return root

@@ -106,3 +106,57 @@ def test_equal_costs_are_spread_by_count_and_ties_broken_by_key() -> None:
 
 def test_more_shards_than_cells_leaves_some_empty() -> None:
     assert sorted(partition([("x", 1), ("y", 1)], 4)) == [1, 2]
+
+
+def _pod(index: str, count: str | None) -> dict[str, str]:
+    env = {"JOB_COMPLETION_INDEX": index}
+    if count is not None:
+        env["HPUBENCH_SHARD_COUNT"] = count
+    return env
+
+
+def test_every_pod_of_an_indexed_job_gets_its_own_shard() -> None:
+    got = [shard_from_env(_pod(str(i), "4")) for i in range(4)]
+    assert [(s.index, s.count) for s in got] == [(1, 4), (2, 4), (3, 4), (4, 4)]  # type: ignore[union-attr]
+    assert "JOB_COMPLETION_INDEX=2 of 4" in got[2].source  # type: ignore[union-attr]
+    assert resolve("1/2", _pod("3", "4")) == Shard(1, 2, "--shard")  # the flag wins, the pod's env unread
+    assert resolve(None, _pod("0", "1")) is None  # one completion: the whole matrix
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        (_pod("0", None), "JOB_COMPLETION_INDEX is set but HPUBENCH_SHARD_COUNT is not"),
+        (_pod("x", "4"), "JOB_COMPLETION_INDEX='x' is not a whole number"),
+        (_pod("0", "four"), "HPUBENCH_SHARD_COUNT='four' is not a whole number"),
+        (_pod("4", "4"), "JOB_COMPLETION_INDEX=4 is outside the Job's 4 completions"),
+        (_pod("-1", "4"), "outside"),
+        (_pod("0", "0"), "HPUBENCH_SHARD_COUNT=0"),
+        ({**_pod("0", "2"), "SLURM_ARRAY_TASK_ID": "1"}, "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX"),
+    ],
+)
+def test_a_pod_s_bad_shard_environment_is_one_line_naming_the_fix(env: dict[str, str], fragment: str) -> None:
+    with pytest.raises(UsageError, match="fix") as info:
+        shard_from_env(env)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_kubernetes_page_s_job_sets_what_a_pod_reads() -> None:
+    """docs/kubernetes.md's manifest: an Indexed Job whose HPUBENCH_SHARD_COUNT is its completions, each
+    pod holding Gaudi modules and writing its own shard's directory."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (it comes with the hf extra)")
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md").read_text()
+    job = yaml.safe_load(page.split("```yaml\n", 1)[1].split("```", 1)[0])
+    spec = job["spec"]
+    assert job["kind"] == "Job" and spec["completionMode"] == "Indexed"
+    (container,) = spec["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert int(env["HPUBENCH_SHARD_COUNT"]) == spec["completions"]
+    assert container["resources"]["limits"]["habana.ai/gaudi"] >= 1
+    command = " ".join(container["args"])
+    assert "--out /results/shard-$JOB_COMPLETION_INDEX --resume" in command and "--shard" not in command
+    n = spec["completions"]
+    last = shard_from_env({"JOB_COMPLETION_INDEX": str(n - 1), **env})
+    assert last == Shard(n, n, f"JOB_COMPLETION_INDEX={n - 1} of {n}")

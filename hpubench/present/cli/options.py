@@ -226,7 +226,8 @@ ShardOpt = Annotated[
     typer.Option(
         "--shard",
         help="Run shard K of N (1/3, 2/3, 3/3: numbered from 1) of the cells, balanced by FLOPs at a nominal "
-        "rate; default: from a Slurm job array (SLURM_ARRAY_TASK_ID/COUNT/MIN), 1/1 = every cell. "
+        "rate; default: from a Slurm job array (SLURM_ARRAY_TASK_ID/COUNT/MIN) or a Kubernetes Indexed Job "
+        "(JOB_COMPLETION_INDEX, with HPUBENCH_SHARD_COUNT), 1/1 = every cell. "
         "Merge the shards with 'hpubench results merge'.",
     ),
 ]
