@@ -2,12 +2,12 @@
 
 A step is one optimizer step (every micro-batch of a gradient-accumulation cycle), timed from one step's
 end to the next's, so the trainer's loop, its data loading and its hooks are in it: the figure is the one
-the training run gets. Validation and other pauses the callback reports (``pause``/``resume``) are left
-out. The warm-up follows a cell's rule (:class:`hpubench.plan.autosteps.WarmupRule`): the planned steps,
-then more while the compiler still compiles, bounded; its steps are timed on the host with a device sync at
-each end. The measured steps are timed by the device's own step clock (``Accelerator.step_clock``): the
-host's time around a sync on the CPU and the HPU, device events on CUDA, so no sync is added between a
-CUDA run's steps.
+the training run gets. Validation and other pauses the callback reports (``pause``; the next step's
+``step_begin`` resumes) are left out. The warm-up follows a cell's rule
+(:class:`hpubench.plan.autosteps.WarmupRule`): the planned steps, then more while the compiler still
+compiles, bounded; its steps are timed on the host with a device sync at each end. The measured steps are
+timed by the device's own step clock (``Accelerator.step_clock``): the host's time around a sync on the
+CPU and the HPU, device events on CUDA, so no sync is added between a CUDA run's steps.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ class Steps:
 
 
 class StepRecorder:
-    """``step_begin`` / ``step_end`` at each optimizer step's edges, ``pause`` / ``resume`` around work that
-    is not training, ``close`` at the end; then :attr:`steps` holds the figures."""
+    """``step_begin`` / ``step_end`` at each optimizer step's edges, ``pause`` where work that is not
+    training begins, ``close`` at the end; then :attr:`steps` holds the figures."""
 
     def __init__(self, facts: TrainerFacts, warmup_steps: int = DEFAULT_WARMUP_STEPS) -> None:
         if warmup_steps < 1:
@@ -103,15 +103,6 @@ class StepRecorder:
         self._edge: float | None = None  # host time of the current warm-up step's start
         self._placeholder: torch.Tensor | None = None
         self._closed = False
-
-    @property
-    def clock_method(self) -> str:
-        """How the measured steps are timed, in the record's words (the device's step clock)."""
-        return self.acc.step_clock().method
-
-    @property
-    def measuring(self) -> bool:
-        return self._measuring
 
     def step_begin(self) -> None:
         """A step starts: only the first after the start or a pause opens a boundary (contiguous)."""
@@ -134,7 +125,6 @@ class StepRecorder:
         if self._clock is None:  # a step whose start the trainer did not report: open here
             self.step_begin()
             return
-        assert self._clock is not None
         self._clock.end(self._loss(loss))
         self.steps.pending_samples.append(int(samples))
         self._clock.begin()
@@ -176,9 +166,6 @@ class StepRecorder:
             self._clock = None
             self.steps.pending_samples.clear()  # a step begun and never ended is no step
         self._edge = None
-
-    def resume(self) -> None:
-        """Training resumes; the next ``step_begin`` opens the boundary."""
 
     def close(self) -> Steps:
         """The run ended: the last steps read, the window's probes closed. Idempotent."""

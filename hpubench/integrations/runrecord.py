@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from hpubench import accelerators
+from hpubench.accelerators.base import Accelerator
 from hpubench.analysis import numerics
 from hpubench.analysis.metrics import build_metrics
 from hpubench.analysis.peaks import peak_for
@@ -79,8 +79,10 @@ def cell_of(facts: TrainerFacts, batch_size: int | None, steps: Steps) -> Cell:
     )
 
 
-def runtime_facts(facts: TrainerFacts, steps: Steps, clock_method: str, ranks: int) -> dict[str, Any]:
-    acc = accelerators.get(facts.accelerator)(facts.device_index)
+def runtime_facts(facts: TrainerFacts, steps: Steps, acc: Accelerator, ranks: int) -> dict[str, Any]:
+    """The record's runtime facts: the recorder's own, the device's (read from the recorder's accelerator)
+    and the trainer's."""
+    user = user_allocator(os.environ)
     out = {k: v for k, v in steps.facts.items() if k != "memory"}
     out.update(
         accelerator=facts.accelerator,
@@ -91,11 +93,11 @@ def runtime_facts(facts: TrainerFacts, steps: Steps, clock_method: str, ranks: i
         software={**acc.software_versions(), "torch": torch.__version__, "trainer": facts.framework},
         env_flags=acc.env_flags(),
         threads=thread_facts("the trainer's process: hpubench sets nothing"),
-        heap={"policy": f"user: {user_allocator(os.environ)}" if user_allocator(os.environ) else "system"},
+        heap={"policy": f"user: {user}" if user else "system"},
         condition={"name": "plain", "what": "the user's own training process", "process": "the trainer's"},
         mode_requested=facts.mode,
         mode_in_force=facts.mode,
-        timing=f"{clock_method}; a step is {WHAT_A_STEP_IS}",
+        timing=f"{acc.step_clock().method}; a step is {WHAT_A_STEP_IS}",
         steps_stop="the training run ended",
         trainer={
             "framework": facts.framework,
@@ -108,14 +110,16 @@ def runtime_facts(facts: TrainerFacts, steps: Steps, clock_method: str, ranks: i
     return out
 
 
-def build_record(facts: TrainerFacts, steps: Steps, clock_method: str) -> CellResult:
-    """Rank 0's record of the run (every rank must call it: the samples are gathered)."""
+def build_record(recorder: StepRecorder) -> CellResult:
+    """Rank 0's record of the recorder's run, closed first (every rank must call it: the samples are
+    gathered)."""
+    facts, steps = recorder.facts, recorder.close()
     samples, ranks = global_samples(steps.samples)
     n = min(len(samples), len(steps.measured_s))
     measured, samples = steps.measured_s[:n], samples[:n]
     per_device = round(sum(samples) / n / facts.world_size) if n else None
     cell = cell_of(facts, per_device, steps)
-    runtime = runtime_facts(facts, steps, clock_method, ranks)
+    runtime = runtime_facts(facts, steps, recorder.acc, ranks)
     started = datetime.fromtimestamp(steps.started_at, timezone.utc).isoformat(timespec="seconds")
     why_not = _why_no_figure(steps, n)
     if why_not is not None:
@@ -198,8 +202,7 @@ class Recording:
     def finish(self) -> None:
         if self.recorder is None:
             return
-        steps = self.recorder.close()
-        record = build_record(self.recorder.facts, steps, self.recorder.clock_method)
+        record = build_record(self.recorder)
         if rank() == 0:
             self.record_written = write(self.out, record)
         self.recorder = None

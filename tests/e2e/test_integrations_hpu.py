@@ -39,7 +39,7 @@ for _ in range(12):
     loss.backward()
     opt.step()
     rec.step_end(loss, 8)
-runrecord.write(sys.argv[1], runrecord.build_record(facts, rec.close(), rec.clock_method))
+runrecord.write(sys.argv[1], runrecord.build_record(rec))
 """
 
 

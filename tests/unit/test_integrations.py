@@ -38,7 +38,6 @@ def _train(recorder: StepRecorder, steps: int, samples: int = 8, pause_at: int |
         if i == pause_at:
             recorder.pause()
             time.sleep(0.05)  # validation: must not land in any step
-            recorder.resume()
         recorder.step_begin()
         loss = model(torch.randn(samples, 4)).pow(2).mean()
         loss.backward()
@@ -54,7 +53,7 @@ def test_warm_up_then_every_step_measured_with_its_own_samples() -> None:
     assert max(steps.measured_s) < 0.05  # the pause's sleep is in no step
     assert "after the 2 planned steps" in steps.facts["warmup_stop"]
     assert "run_queue_detail" in steps.facts or "interference_error" in steps.facts
-    record = runrecord.build_record(FACTS, steps, rec.clock_method)
+    record = runrecord.build_record(rec)
     assert record.status == "ok" and record.quality is not None
     m = record.metrics
     assert m is not None and m.samples_per_s == pytest.approx(sum(steps.samples) / sum(steps.measured_s))
@@ -65,7 +64,7 @@ def test_warm_up_then_every_step_measured_with_its_own_samples() -> None:
 def test_a_run_inside_its_warm_up_or_with_a_nan_loss_is_a_failed_record_saying_why() -> None:
     rec = StepRecorder(FACTS, warmup_steps=3)
     _train(rec, 4)
-    record = runrecord.build_record(FACTS, rec.close(), rec.clock_method)
+    record = runrecord.build_record(rec)
     assert record.status == "failed" and "train for more steps" in str(record.reason)
 
     rec = StepRecorder(FACTS, warmup_steps=1)
@@ -74,7 +73,7 @@ def test_a_run_inside_its_warm_up_or_with_a_nan_loss_is_a_failed_record_saying_w
     for _ in range(3):
         rec.step_begin()
         rec.step_end(torch.tensor(math.nan), 4)
-    record = runrecord.build_record(FACTS, rec.close(), rec.clock_method)
+    record = runrecord.build_record(rec)
     assert record.status == "failed" and record.numerics == "diverged" and "non-finite" in str(record.reason)
 
 
@@ -82,7 +81,7 @@ def test_repeated_trainings_into_one_directory_are_repetitions(tmp_path) -> None
     for _ in range(2):
         rec = StepRecorder(FACTS, warmup_steps=1)
         _train(rec, 5)
-        runrecord.write(tmp_path, runrecord.build_record(FACTS, rec.close(), rec.clock_method))
+        runrecord.write(tmp_path, runrecord.build_record(rec))
     from hpubench.store.rundir import ResultStore
 
     assert sorted(r.repeat for r in ResultStore(tmp_path).load()) == [0, 1]
@@ -148,7 +147,7 @@ def test_a_module_s_flops_per_batch_reach_the_record() -> None:
     facts = TrainerFacts(**{**FACTS.__dict__, "flops_per_step": 2_000_000})
     rec = StepRecorder(facts, warmup_steps=1)
     _train(rec, 6)
-    m = runrecord.build_record(facts, rec.close(), rec.clock_method).metrics
+    m = runrecord.build_record(rec).metrics
     assert m is not None and m.flops_per_step == 2_000_000
     assert m.achieved_tflops == pytest.approx(
         2e6 * m.measured_steps / (m.step_time_mean_s * m.measured_steps) / 1e12
