@@ -18,6 +18,7 @@ import jinja2
 import plotly.graph_objects as go
 
 import hpubench
+from hpubench.analysis.changepoints import method_text
 from hpubench.analysis.gate import outcomes as gateoutcomes
 from hpubench.analysis.history import CellHistory, History
 from reports import assets
@@ -30,6 +31,7 @@ COLORS = {
     gateoutcomes.NOISY: "#e0a43a",
 }
 NEUTRAL = "#5b6475"
+STEP_COLOR = "#d6604d"
 CHART_HEIGHT = 300
 
 
@@ -83,6 +85,18 @@ def cell_chart(index: int, cell: CellHistory, labels: list[str]) -> Chart:
             showlegend=False,
         )
     )
+    for sh in cell.changes.shown:  # a dashed line between the two baselines a step lies between
+        x = (sh.since + sh.at) / 2  # category axes place category i at i
+        fig.add_vline(x=x, line={"color": STEP_COLOR, "dash": "dash", "width": 1.5})
+        fig.add_annotation(
+            x=x,
+            y=1,
+            yref="paper",
+            text=f"step {sh.change:+.1%}",
+            showarrow=False,
+            yanchor="bottom",
+            font={"color": STEP_COLOR, "size": 11},
+        )
     fig.update_layout(
         template="plotly_white",
         height=CHART_HEIGHT,
@@ -118,6 +132,27 @@ def _rows(h: History) -> list[dict[str, Any]]:
     return rows
 
 
+def _change_rows(h: History) -> list[dict[str, Any]]:
+    rows = []
+    for cell in h.cells:
+        for sh in cell.changes.shown:
+            lo, hi = sh.interval
+            rows.append(
+                {
+                    "key": cell.key,
+                    "older": h.points[sh.since].label,
+                    "newer": h.points[sh.at].label,
+                    "change": f"{sh.change:+.1%}",
+                    "change_v": f"{sh.change:.6g}",
+                    "interval": f"[{lo:+.1%}, {hi:+.1%}]",
+                    "p": f"{sh.p_value:.4f}",
+                    "sides": f"{sh.before} | {sh.after}",
+                    "cls": "bad" if sh.change < 0 else "good",
+                }
+            )
+    return rows
+
+
 def history_html(h: History) -> str:
     labels = [p.label for p in h.points]
     charts = [cell_chart(i, c, labels) for i, c in enumerate(h.cells)]
@@ -130,6 +165,10 @@ def history_html(h: History) -> str:
             points=h.points,
             charts=charts,
             rows=_rows(h),
+            change_rows=_change_rows(h),
+            change_method="Steps in level: "
+            + method_text(s.alpha, s.throughput_threshold, s.confidence)
+            + ".",
             notes=h.notes,
             settings=(
                 f"gate settings: statistic {s.statistic}, max regression {s.throughput_threshold:.0%}, "

@@ -14,6 +14,12 @@ Verdicts. Between two consecutive baselines the verdict is exactly ``hpubench ga
 gate at that commit would have said. The points show each baseline's mean throughput over its runs with
 the interval ``compare`` shows (a bootstrap over steps, or over repetitions), so a reader sees the size of
 a change next to whether it is significant.
+
+Change points. Over the whole series, each cell's steps in level are found by
+:mod:`hpubench.analysis.changepoints` (binary segmentation, each split a permutation test over whole
+baselines), at the gate's alpha and shown past its threshold: a regression that came in steps too small for
+any neighbouring pair shows there, with its size and interval. Each baseline's value for it is the mean
+over its comparable runs of the gate's per-run statistic.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from hpubench.analysis.changepoints import Detection, detect, min_baselines
 from hpubench.analysis.compare import group_runs
 from hpubench.analysis.gate.decide import gate
+from hpubench.analysis.gate.inputs import comparable_runs
 from hpubench.analysis.gate.outcomes import IMPROVEMENT, REGRESSION
 from hpubench.analysis.gate.rules import GateSettings
 from hpubench.analysis.runspread import stored_spreads
+from hpubench.analysis.stats.locations import run_value
 from hpubench.errors import UsageError
 from hpubench.store.record import CellResult
 
@@ -79,6 +88,7 @@ class CellHistory:
     points: tuple[Throughput | None, ...]  # one per baseline; None where not measured there
     statuses: tuple[str, ...]  # per baseline: ok, failed, skipped or absent
     steps: tuple[Step | None, ...]  # one per consecutive pair; None where the gate said nothing
+    changes: Detection  # steps in level over the whole series (indices into the points)
 
 
 @dataclass(frozen=True)
@@ -117,12 +127,16 @@ def _status(records: Sequence[CellResult]) -> str:
     return "failed" if any(r.status == "failed" for r in records) else "skipped"
 
 
-def _series(point: Point) -> dict[str, tuple[Throughput | None, str]]:
-    out: dict[str, tuple[Throughput | None, str]] = {}
+def _series(point: Point, statistic: str) -> dict[str, tuple[Throughput | None, str, float | None]]:
+    """Per cell: its throughput (for the chart), its status, and its level for change points."""
+    out: dict[str, tuple[Throughput | None, str, float | None]] = {}
     for runs in group_runs(point.records):
         est = runs.samples_per_s
         t = None if est is None else Throughput(est.value, est.lo, est.hi, len(runs.measured))
-        out[runs.cell.match_key] = (t, _status(runs.records))
+        good = comparable_runs(runs)
+        values = [run_value(r.step_times_s, statistic, r.metrics.samples_per_step) for r in good if r.metrics]
+        level = sum(values) / len(values) if values else None
+        out[runs.cell.match_key] = (t, _status(runs.records), level)
     return out
 
 
@@ -148,23 +162,31 @@ def build(points: Sequence[Point], settings: GateSettings | None = None, by: str
             "'hpubench baseline save RUN --name NAME'"
         )
     ordered, notes = order_points(points, by)
-    series = [_series(p) for p in ordered]
+    series = [_series(p, s.statistic) for p in ordered]
     steps: list[dict[str, Step]] = []
     for older, newer in pairwise(ordered):
         found, note = _steps(older, newer, s)
         steps.append(found)
         if note:
             notes.append(note)
+    need = min_baselines(s.alpha)
+    if len(ordered) < need:
+        notes.append(
+            f"change points: {len(ordered)} baselines; a permutation test over baselines can show a step "
+            f"at alpha {s.alpha:g} from {need}"
+        )
     keys = list(dict.fromkeys(k for one in series for k in one))
     cells = []
     for key in keys:
         found = [one.get(key) for one in series]
+        levels = [f[2] if f else None for f in found]
         cells.append(
             CellHistory(
                 key,
                 tuple(f[0] if f else None for f in found),
                 tuple(f[1] if f else "absent" for f in found),
                 tuple(st.get(key) for st in steps),
+                detect(levels, s.alpha, s.throughput_threshold, s.confidence),
             )
         )
     return History(tuple(ordered), tuple(cells), tuple(notes), s)
@@ -179,4 +201,6 @@ def summary(h: History) -> dict[str, Any]:
         "regressions": outcomes.count(REGRESSION),
         "improvements": outcomes.count(IMPROVEMENT),
         "failing_steps": sum(st.fails for c in h.cells for st in c.steps if st is not None),
+        "change_points": sum(len(c.changes.shown) for c in h.cells),
+        "cells_with_change_points": sum(bool(c.changes.shown) for c in h.cells),
     }

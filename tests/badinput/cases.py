@@ -666,3 +666,20 @@ for args, fragment in [
     (["history", "--dir", "bl", "--alpha", "2", "-o", "h.html"], "--alpha"),
 ]:
     add("baseline", " ".join(args), args, fragment)
+
+# bisect (hpubench.present.cli.bisect): refused before anything is checked out or run. The cases' directory
+# is not a git repository; the refusals that need one (unknown revision, not an ancestor, a dirty tree,
+# no regression) are in tests/e2e/test_bisect.py, in a throwaway repository.
+for args, fragment in [
+    (["bisect", "HEAD~1", "HEAD"], "not in a git repository"),
+    (["bisect", "HEAD~1", "HEAD", "--repeat", "1"], "--repeat must be at least 2"),
+    (["bisect", "HEAD~1", "HEAD", "--setup", " "], "--setup is empty"),
+    (["bisect", "HEAD~1", "HEAD", "--alpha", "2"], "alpha"),
+    (["bisect", "HEAD~1", "HEAD", "--statistic", "max"], "statistic"),
+    (["bisect", "HEAD~1", "HEAD", "--max-regression", "lots"], "--max-regression"),
+    (["bisect", "HEAD~1", "HEAD", "--", "--out", "o"], "--out is bisect's to set"),
+    (["bisect", "HEAD~1", "HEAD", "--", "--repeat=3"], "--repeat is bisect's to set"),
+    (["bisect", "HEAD~1", "HEAD", "--", "--stpes", "3"], "no such option: --stpes"),
+    (["bisect", "HEAD~1"], "missing argument"),
+]:
+    add("cli", " ".join(args), args, fragment)

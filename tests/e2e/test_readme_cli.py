@@ -17,7 +17,19 @@ import pytest
 README = Path(__file__).resolve().parents[2] / "README.md"
 # two-word commands first
 COMMANDS = ("list cells", "list workloads", "baseline save", "baseline list", "results merge")
-SINGLE = ("run", "doctor", "env", "results", "report", "compare", "profile", "gate", "export", "history")
+SINGLE = (
+    "run",
+    "doctor",
+    "env",
+    "results",
+    "report",
+    "compare",
+    "profile",
+    "gate",
+    "export",
+    "history",
+    "bisect",
+)
 
 
 def synopsis() -> list[tuple[str, str]]:

@@ -98,3 +98,38 @@ def test_a_cell_absent_from_one_baseline_has_a_gap() -> None:
 def test_a_history_needs_two_baselines() -> None:
     with pytest.raises(UsageError, match="at least 2"):
         build([_point("v1", 1)])
+
+
+def _series(slow_from: int | None, n: int = 12) -> list[Point]:
+    """``n`` baselines whose runs drift by 2% each; mlp 10% slower from index ``slow_from`` on."""
+    points = []
+    for i in range(n):
+        rng = np.random.default_rng(100 + i)
+        records = []
+        for cell in (A, B):
+            slow = 0.10 if slow_from is not None and i >= slow_from and cell is A else 0.0
+            records += make_side(rng, [cell], slowdown=slow, repeats=3, cv=0.01, run_sd=0.02, n=30)
+        points.append(Point(f"v{i:02d}", tuple(records), commit_time=i))
+    return points
+
+
+def test_the_history_marks_one_planted_step_in_its_cell_only() -> None:
+    h = build(_series(slow_from=7), GateSettings())
+    cells = {c.key: c for c in h.cells}
+    (step,) = cells[A.match_key].changes.shown
+    assert (h.points[step.since].name, h.points[step.at].name) == ("v06", "v07")
+    assert step.interval[0] < step.change < step.interval[1] < 0
+    assert not cells[B.match_key].changes.shown
+    assert summary(h)["change_points"] == 1 and summary(h)["cells_with_change_points"] == 1
+
+
+def test_an_aa_history_marks_no_step() -> None:
+    h = build(_series(slow_from=None), GateSettings())
+    assert summary(h)["change_points"] == 0
+    assert not any(c.changes.shifts for c in h.cells)
+
+
+def test_a_short_history_says_from_how_many_baselines_a_step_can_be_shown() -> None:
+    h = build(_series(slow_from=2, n=4), GateSettings())
+    assert any("can show a step at alpha 0.01 from 9" in n for n in h.notes)
+    assert summary(h)["change_points"] == 0

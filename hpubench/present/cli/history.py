@@ -10,14 +10,18 @@ commands; like the rest of the CLI: parse, call, print.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.table import Table
 
 from hpubench.errors import UsageError
 from hpubench.present.cli.consoles import err_console, out_console
 from hpubench.present.cli.gate import BaselineDir, parse_thresholds
 from hpubench.present.outfile import check_suffix, check_target, write_output
+
+if TYPE_CHECKING:  # numpy, through the gate
+    from hpubench.analysis.history import History
 
 
 def register(app: typer.Typer) -> None:
@@ -83,10 +87,39 @@ def register(app: typer.Typer) -> None:
         out_console.print(
             f"wrote {out}: {s['baselines']} baselines ({' -> '.join(p.name for p in h.points)}), "
             f"{s['cells']} cells, {s['regressions']} regression(s) and {s['improvements']} improvement(s) "
-            "between consecutive baselines",
+            f"between consecutive baselines, {s['change_points']} step(s) in level",
             highlight=False,
             markup=False,
             soft_wrap=True,
         )
+        _print_change_points(h)
         for note in h.notes:
             err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_change_points(h: History) -> None:
+    """The steps in level, one row each, with the method and its false-alarm rate."""
+    from hpubench.analysis.changepoints import method_text  # deferred: numpy
+
+    s = h.settings
+    method = "change points: " + method_text(s.alpha, s.throughput_threshold, s.confidence)
+    rows = [(c, sh) for c in h.cells for sh in c.changes.shown]
+    if not rows:
+        out_console.print(f"no step in any cell's throughput ({method})", highlight=False, markup=False)
+        return
+    table = Table(title=f"{len(rows)} step(s) in throughput over the baselines")
+    for col in ("cell", "from", "to", "change", "interval", "p", "baselines"):
+        table.add_column(col, justify="right" if col in ("change", "interval", "p", "baselines") else "left")
+    for c, sh in rows:
+        lo, hi = sh.interval
+        table.add_row(
+            c.key,
+            h.points[sh.since].label,
+            h.points[sh.at].label,
+            f"{sh.change:+.1%}",
+            f"[{lo:+.1%}, {hi:+.1%}]",
+            f"{sh.p_value:.4f}",
+            f"{sh.before} | {sh.after}",
+        )
+    out_console.print(table)
+    out_console.print(method, highlight=False, markup=False, soft_wrap=True)

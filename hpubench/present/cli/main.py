@@ -2,8 +2,8 @@
 
 Each command group lives in a module named for it and registers its commands here: ``run``/``profile``
 (runcmd), ``env`` and ``list ...`` (listing), ``report``/``compare`` (reporting), ``gate``/``export``/
-``baseline ...`` (gate), ``doctor``, ``results show|merge`` (results), ``history``. ``--help`` lists the
-commands in the order they are registered, then the groups in the order they are added.
+``baseline ...`` (gate), ``doctor``, ``results show|merge`` (results), ``history``, ``bisect``. ``--help``
+lists the commands in the order they are registered, then the groups in the order they are added.
 
 Every bad input ends as one line on stderr and exit code 2: click's own usage errors are caught and
 flattened too, so a pipeline never has to parse a usage box or a traceback.
@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - depends on the installed typer
 
 from hpubench import __version__
 from hpubench.errors import UsageError
-from hpubench.present.cli import doctor, gate, history, listing, reporting, results, runcmd
+from hpubench.present.cli import bisect, doctor, gate, history, listing, reporting, results, runcmd
 from hpubench.present.cli.consoles import err_console, out_console
 from hpubench.run import interrupt
 
@@ -74,6 +74,7 @@ gate.register(app)  # gate, baseline save|list, export
 doctor.register(app)  # doctor
 results.register(results_app)  # results show|merge
 history.register(app)  # history
+bisect.register(app)  # bisect
 
 
 def main(argv: list[str] | None = None) -> None:
