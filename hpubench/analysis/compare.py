@@ -251,10 +251,14 @@ def check_schema(base: Sequence[CellResult], candidate: Sequence[CellResult]) ->
         )
 
 
-def check_same_workload(key: str, base: CellRuns, cand: CellRuns) -> None:
-    """A cell whose step means different work on each side would make any ratio meaningless."""
+def check_same_workload(key: str, base: CellRuns, cand: CellRuns, flops: bool = True) -> None:
+    """A cell whose step means different work on each side would make any ratio meaningless.
+
+    ``flops=False``: the model's arithmetic may differ (a commit that changed the model, which is what the
+    gate's ``--allow-flops-change`` and ``bisect`` compare); samples and tokens per step must agree, since
+    the ratio is one of samples/s."""
     steps = {
-        (r.metrics.samples_per_step, r.metrics.tokens_per_step, r.metrics.flops_per_step)
+        (r.metrics.samples_per_step, r.metrics.tokens_per_step, r.metrics.flops_per_step if flops else None)
         for r in (*base.measured, *cand.measured)
         if r.metrics is not None
     }

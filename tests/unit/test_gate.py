@@ -490,3 +490,20 @@ def test_a_changed_heap_or_thread_policy_is_noted_and_an_unchanged_one_is_not() 
         _with_policy(base, threads={"policy": "all"}), _with_policy(cur, threads={"policy": "cores-1"})
     )
     assert any(n.startswith("the CPU thread policy changed") and "all -> cores-1" in n for n in threads.notes)
+
+
+def test_a_changed_model_is_refused_unless_flops_changes_are_allowed() -> None:
+    """A commit that made the model do more work: FLOPs per step differ, samples per step agree. The gate
+    refuses it by default; with same_flops=False (gate --allow-flops-change, bisect) it is a regression."""
+    rng = np.random.default_rng(23)
+    base = make_side(rng, CELLS[:1], repeats=6, cv=0.01)
+    wider = [
+        replace(r, metrics=replace(r.metrics, flops_per_step=1250))
+        for r in make_side(rng, CELLS[:1], repeats=6, cv=0.01, slowdown=0.2)
+    ]
+    with pytest.raises(UsageError, match="workload definition differs"):
+        gate(base, wider)
+    (v,) = gate(base, wider, GateSettings(same_flops=False)).cells
+    assert v.outcome == REGRESSION and v.fails
+    with pytest.raises(UsageError, match="workload definition differs"):  # samples per step still must agree
+        gate(base, make_side(rng, CELLS[:1], samples_per_step=32), GateSettings(same_flops=False))

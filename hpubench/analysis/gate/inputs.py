@@ -100,7 +100,7 @@ def settle(key: str, b: CellRuns, c: CellRuns, s: GateSettings) -> CellVerdict |
         return _settled(key, b, c, SKIPPED, False, f"skipped: {_first_reason(c.records)}")
     if not b.measured:
         return _settled(key, b, c, NEW, False, f"measured now; baseline: {_first_reason(b.records)}")
-    check_same_workload(key, b, c)
+    check_same_workload(key, b, c, flops=s.same_flops)
     if not comparable_runs(b) or not comparable_runs(c):
         why = "; ".join(left_out_reasons(b, c))
         return _settled(key, b, c, NOT_COMPARABLE, s.strict_quality, f"not comparable: {why}")

@@ -37,6 +37,9 @@ class GateSettings:
     test: str = "auto"  # "permutation" (fastest half of the runs), "welch" (t on log values), "auto"
     confidence: float = 0.95  # of the intervals shown (the decision uses alpha and the correction)
     strict_quality: bool = False  # fail cells whose runs are interfered, recompiled or partial
+    # False: a cell whose FLOPs per step changed (a model change) is still compared, in samples/s; the
+    # samples (and tokens) per step must still agree
+    same_flops: bool = True
 
     @property
     def estimator(self) -> str:

@@ -86,6 +86,7 @@ def bisect(
         alpha=alpha,
         statistic=statistic,
         missing="ignore",
+        same_flops=False,  # a commit that made the model do more work is one bisect must find
     )
     req = prepare(Path.cwd(), good, bad, run_args, setup, repeat, out, gate_settings)
     fresh = not req.out.exists()

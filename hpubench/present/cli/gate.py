@@ -133,6 +133,14 @@ StrictQualityOpt = Annotated[
         "(default: reported as not comparable, counted, never a failure).",
     ),
 ]
+AllowFlopsChangeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-flops-change",
+        help="Compare a cell whose FLOPs per step changed (the model changed) in samples/s, rather than "
+        "refuse it; its samples and tokens per step must still agree.",
+    ),
+]
 MarkdownOpt = Annotated[
     Path | None,
     typer.Option("--markdown", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."),
@@ -171,6 +179,7 @@ def _gate_settings(
     statistic: str,
     test: str,
     strict_quality: bool,
+    allow_flops_change: bool = False,
 ) -> GateSettings:
     """The gate's flags as one ``GateSettings``, so the command body stays parse -> gate -> print.
 
@@ -189,6 +198,7 @@ def _gate_settings(
         statistic=statistic,
         test=test,
         strict_quality=strict_quality,
+        same_flops=not allow_flops_change,
     )
 
 
@@ -251,6 +261,7 @@ def gate(
     statistic: StatisticOpt = "min",
     test: TestOpt = "auto",
     strict_quality: StrictQualityOpt = False,
+    allow_flops_change: AllowFlopsChangeOpt = False,
     markdown: MarkdownOpt = None,
     junit: JunitOpt = None,
     baseline_accelerator: BaselineAcceleratorOpt = None,
@@ -265,7 +276,15 @@ def gate(
     # the helpers defer their imports, as every command's work: the gate, its reports and the baselines
     # pull numpy; the CLI starts (and prints --help) without it
     settings = _gate_settings(
-        max_regression, memory_floor, alpha, correction, missing, statistic, test, strict_quality
+        max_regression,
+        memory_floor,
+        alpha,
+        correction,
+        missing,
+        statistic,
+        test,
+        strict_quality,
+        allow_flops_change,
     )
     accelerators = (baseline_accelerator, current_accelerator)
     result = _compare(baseline, current, settings, baseline_dir, accelerators)

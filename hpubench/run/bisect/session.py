@@ -166,12 +166,14 @@ def run(req: Request, state: BisectState, say: Progress) -> Outcome:
         confirmed = search.confirm(b.gate(req.bad, req.settings), req.repeat)
         if confirmed.problem and not confirmed.insufficient:
             raise UsageError(confirmed.problem)
-        tested = [Tested(req.bad, search.BAD, ())]
-        calls: dict[int, str] = {len(req.candidates) - 1: search.BAD}
-        s = search.Search(len(req.candidates), calls)
         # the intervals that place a candidate, at alpha split over the cells followed
         alpha = req.settings.alpha / max(1, len(confirmed.followed))
         judging = replace(req.settings, confidence=1 - alpha, missing="ignore")
+        # BAD's own row: the gate found it slower; its evidence is shown as every candidate's is
+        evidence = search.judge(b.gate(req.bad, judging), confirmed.followed)[1] if confirmed.followed else ()
+        tested = [Tested(req.bad, search.BAD, evidence)]
+        calls: dict[int, str] = {len(req.candidates) - 1: search.BAD}
+        s = search.Search(len(req.candidates), calls)
         while confirmed.problem is None and (i := s.next()) is not None:
             b.progress(s)
             commit = req.candidates[i]
