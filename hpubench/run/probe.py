@@ -275,9 +275,10 @@ def _conv(dtype: torch.dtype, device: torch.device) -> Callable[[int], tuple[Cal
     return make
 
 
-def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]:
+def calibrate(accelerator: str, dtypes: list[str], host: bool, conv: bool = True) -> dict[str, Any]:
     """Linear-layer and convolution TFLOP/s per dtype on device 0, and the cost of one tiny op (what
-    small cells are made of).
+    small cells are made of). ``conv=False`` leaves the convolution rates out: no cell to estimate has a
+    convolution, and timing one was most of a small run's start on a CPU (0.7 s of 3.8 s here).
 
     ``host``: the accelerator's devices are the host's cores (the inventory says so: CPU ranks share the
     host). Then the rates are timed on ONE thread and left per thread, and ``rank_threads[n - 1]`` says
@@ -307,11 +308,11 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool) -> dict[str, Any]
             rates[name] = _grow_rate(_linear(dtype, device), 256, LINEAR_MAX_N[where], acc.synchronize)
         except Exception:  # a dtype the device cannot multiply: no calibrated rate for it
             continue
-        try:
-            conv = _conv(dtype, device)
-            conv_rates[name] = _grow_rate(conv, 32, CONV_MAX_CHANNELS[where], acc.synchronize)
-        except Exception:  # no convolution at this dtype here: linear rate only
-            pass
+        if conv:
+            with contextlib.suppress(Exception):  # no convolution at this dtype here: linear rate only
+                conv_rates[name] = _grow_rate(
+                    _conv(dtype, device), 32, CONV_MAX_CHANNELS[where], acc.synchronize
+                )
     x = torch.ones(8, device=device)
     best = float("inf")
     for _ in range(20):
@@ -372,12 +373,14 @@ def main(argv: list[str] | None = None) -> int:
         wanted.append((name, size, b, options))
     result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
     result["calibration"] = {}
+    # a convolution's rate matters only to a cell with convolutions (plan.cost reads it for those alone)
+    conv = any(f.get("conv_flops", 0) > 0 or "error" in f for f in result["facts"].values())
     # Rates are timed under the heap policy the cells get (hpubench.run.worker applies it the same way):
     # the timed products allocate their outputs every call, as a training step does.
     heap = apply_heap_plan(plan_heap(heap_policy(os.environ), os.environ)) if args.calibrate else {}
     for spec in args.calibrate:
         acc, _, host = spec.partition(":")
-        result["calibration"][acc] = {**calibrate(acc, args.dtype, host == "host"), "heap": heap}
+        result["calibration"][acc] = {**calibrate(acc, args.dtype, host == "host", conv), "heap": heap}
     write_json_atomic(args.out, result)
     return 0
 

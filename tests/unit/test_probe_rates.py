@@ -76,3 +76,19 @@ def test_rank_threads_follow_the_thread_policy_and_never_exceed_a_ranks_share_of
     assert probe._rank_threads(4) == [4.0, 2.0, 1.0, 1.0]
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's count wins, within each rank's share
     assert probe._rank_threads(3) == [3.0, 2.0, 4 / 3, 1.0]
+
+
+def test_convolutions_are_timed_only_when_asked() -> None:
+    cal = probe.calibrate("cpu", ["fp32"], host=True, conv=False)
+    assert cal["conv_tflops"] == {} and cal["tflops"]["fp32"] > 0
+
+
+def test_the_probe_times_convolutions_only_for_a_matrix_with_them(tmp_path: Path) -> None:
+    def cal(cell: str) -> dict:
+        out = tmp_path / f"{cell.split('|')[0]}.json"
+        argv = ["--out", str(out), "--cell", cell, "--calibrate", "cpu:host", "--dtype", "fp32"]
+        assert probe.main([*argv, "--cache", str(tmp_path / "facts.json")]) == 0
+        return json.loads(out.read_text())["calibration"]["cpu"]
+
+    assert cal("mlp|tiny|0")["conv_tflops"] == {}  # no convolution in the model: not timed
+    assert cal("resnet|tiny|0")["conv_tflops"]["fp32"] > 0
