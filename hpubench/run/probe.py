@@ -20,8 +20,8 @@ Per (workload, size, batch) it counts, in one forward + backward pass on meta:
 
 Counts are cached in a JSON file per (workload, size, batch, digest of the workload's source file), so a
 second ``list cells`` skips the counting. The calibration (``--calibrate``) times square matmuls at each
-requested dtype on device 0 of one accelerator, and a convolution's forward + backward, and reports
-TFLOP/s of each; it is written into the run directory by the caller.
+requested dtype on device 0 of one accelerator, and a convolution's forward + backward where a counted
+model has convolutions, and reports TFLOP/s of each; it is written into the run directory by the caller.
 """
 
 from __future__ import annotations
