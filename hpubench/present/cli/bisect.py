@@ -137,7 +137,8 @@ def _print(req: Request, outcome: Outcome) -> None:
         table.add_column(col, justify="right" if col in ("ratio", "interval", "runs") else "left")
     for t in outcome.tested:
         if not t.evidence:
-            table.add_row(t.commit.short, t.commit.subject[:50], "-", "-", "-", "-", t.call, end_section=True)
+            call = f"{t.call} ({t.note})" if t.note else t.call  # a skipped commit: why its set-up failed
+            table.add_row(t.commit.short, t.commit.subject[:50], "-", "-", "-", "-", call, end_section=True)
             continue
         for i, e in enumerate(t.evidence):
             ratio, iv = _ratio_text(e.ratio, e.interval)
