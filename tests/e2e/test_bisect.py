@@ -8,7 +8,6 @@ set-up command ran at each commit it tested. Then each refusal: one line, exit 2
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gitdata import git
 
 pytestmark = pytest.mark.slow
 
@@ -51,19 +51,6 @@ class Toy(Workload):
 """
 RUN_ARGS = ["--workloads-from", "bench/wl.py", "-w", "toy", "--devices", "1", "--precision", "32-true"]
 RUN_ARGS += ["--mode", "eager", "--graphs", "off", "--steps", "100"]
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    return subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
-    ).stdout
 
 
 def hpubench(repo: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:

@@ -5,27 +5,13 @@ PYTHONPATH, and a failing set-up's last line (the commit is then skipped, ``anal
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from gitdata import git
 
 from hpubench.errors import UsageError
 from hpubench.run.bisect import gitrepo, rounds
-
-ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **ENV}
-    return subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
-    ).stdout
 
 
 @pytest.fixture
