@@ -278,7 +278,7 @@ def _conv(dtype: torch.dtype, device: torch.device) -> Callable[[int], tuple[Cal
 def calibrate(accelerator: str, dtypes: list[str], host: bool, conv: bool = True) -> dict[str, Any]:
     """Linear-layer and convolution TFLOP/s per dtype on device 0, and the cost of one tiny op (what
     small cells are made of). ``conv=False`` leaves the convolution rates out: no cell to estimate has a
-    convolution, and timing one was most of a small run's start on a CPU (0.7 s of 3.8 s here).
+    convolution, and timing one is most of the probe's time on a CPU (docs/measurements.md).
 
     ``host``: the accelerator's devices are the host's cores (the inventory says so: CPU ranks share the
     host). Then the rates are timed on ONE thread and left per thread, and ``rank_threads[n - 1]`` says

@@ -21,6 +21,7 @@ from pathlib import Path
 from hpubench.errors import UsageError
 from hpubench.run import interrupt
 from hpubench.run.bisect.gitrepo import Commit
+from hpubench.run.executors.result import last_line
 
 SETUP_TIMEOUT_S = 3600
 STOP_GRACE_S = 30
@@ -32,14 +33,6 @@ class SetupFailed(Exception):
     """The set-up command failed at a commit: the commit is skipped, as ``git bisect skip`` does."""
 
     line: str
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""
 
 
 def _env(worktree: Path) -> dict[str, str]:
@@ -77,7 +70,7 @@ def set_up(command: str, worktree: Path, commit: Commit, log: Path) -> None:
         except subprocess.TimeoutExpired as exc:
             raise SetupFailed(f"--setup ran over {SETUP_TIMEOUT_S} s at {commit.short}") from exc
     if code != 0:
-        raise SetupFailed(f"--setup exited with {code} at {commit.short}: {_last_line(log)} (log: {log})")
+        raise SetupFailed(f"--setup exited with {code} at {commit.short}: {last_line(log)} (log: {log})")
 
 
 def measure(
@@ -94,4 +87,4 @@ def measure(
     if code in (interrupt.SIGINT_EXIT, interrupt.SIGTERM_EXIT, -signal.SIGINT, -signal.SIGTERM):
         raise KeyboardInterrupt
     what = "refused its options" if code == 2 else f"exited with {code}"
-    raise UsageError(f"'hpubench run' at {commit.short} {what}: {_last_line(log)} (log: {log})")
+    raise UsageError(f"'hpubench run' at {commit.short} {what}: {last_line(log)} (log: {log})")

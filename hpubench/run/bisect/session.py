@@ -64,9 +64,20 @@ class Outcome:
 class _Bisect:
     """One session: GOOD's worktree, the state, the progress lines."""
 
-    def __init__(self, req: Request, state: BisectState, scratch: Path, good_tree: Path, say: Progress):
-        self.req, self.state, self.scratch, self.good_tree, self.say = req, state, scratch, good_tree, say
+    def __init__(
+        self, req: Request, state: BisectState, scratch: Path, stack: contextlib.ExitStack, say: Progress
+    ):
+        self.req, self.state, self.scratch, self.stack, self.say = req, state, scratch, stack, say
         self.started = time.monotonic()
+        self._good: Path | None = None
+
+    @property
+    def good_tree(self) -> Path:
+        """GOOD's worktree, checked out and set up when a round first needs it (a resumed bisect whose
+        rounds are all done needs none), kept until the session ends."""
+        if self._good is None:
+            self._good = self.stack.enter_context(_good_tree(self.req, self.scratch, self.say))
+        return self._good
 
     def _dirs(self, commit: Commit) -> tuple[Path, Path]:
         runs = self.req.out / "runs"
@@ -159,8 +170,8 @@ def _good_tree(req: Request, scratch: Path, say: Progress) -> Iterator[Path]:
 def run(req: Request, state: BisectState, say: Progress) -> Outcome:
     """Confirm BAD against GOOD, then search; every call is made from the runs' records."""
     (req.out / "logs").mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="hpubench-bisect-") as tmp, _good_tree(req, Path(tmp), say) as gt:
-        b = _Bisect(req, state, Path(tmp), gt, say)
+    with tempfile.TemporaryDirectory(prefix="hpubench-bisect-") as tmp, contextlib.ExitStack() as stack:
+        b = _Bisect(req, state, Path(tmp), stack, say)
         say(f"confirming: BAD {req.bad.short} against GOOD {req.good.short}, {req.repeat} interleaved rounds")
         b.measure(req.bad)
         confirmed = search.confirm(b.gate(req.bad, req.settings), req.repeat)
