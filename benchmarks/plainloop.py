@@ -9,7 +9,10 @@ environment for each condition). Same seed, the same four synthetic batches cycl
 optimizer as a cell. Timed the plain way: one ``perf_counter`` around the measured steps after the
 warm-up. A sync before each clock read is the device's own (none on the CPU).
 
-``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS`` prints one JSON line.
+``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--intern N]`` prints one JSON line.
+``--intern N`` first interns N new strings, as importing more modules does: it moves the script past the
+resize of Python's interned-string table that a torch-only script of these workloads stays just short of,
+which changes glibc's heap thresholds (``docs/measurements.md``, 2026-11-28).
 """
 
 from __future__ import annotations
@@ -31,10 +34,14 @@ N_BATCHES = 4
 
 
 def main(argv: list[str]) -> int:
+    extra = 0
+    if len(argv) == 7 and argv[5] == "--intern":
+        extra, argv = int(argv[6]), argv[:5]
     if len(argv) != 5:
-        print("usage: plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS", file=sys.stderr)
+        print("usage: plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--intern N]", file=sys.stderr)
         return 2
     name, size, batch, warmup, steps = argv[0], argv[1], int(argv[2]), int(argv[3]), int(argv[4])
+    interned = [sys.intern(f"plainloop-{i}") for i in range(extra)]  # kept, as a module's names are
     device = torch.device("cpu")
     wl = workloads.get(name)
     torch.manual_seed(SEED)
@@ -72,6 +79,7 @@ def main(argv: list[str]) -> int:
                 "minor_faults_per_step": faults / steps,
                 "torch_threads": torch.get_num_threads(),
                 "loss_last": float(loss.detach()),
+                "interned_extra": len(interned),
                 "hpubench_modules": harness,
             }
         )
