@@ -125,7 +125,8 @@ class LightningWorkload(Workload):
             return tuple(t.to(device) for t in self.first_batch)
         if self._batches is None or self._drawing is not generator:
             torch.manual_seed(generator.initial_seed())  # the module's own shuffling follows the seed
-            self._batches = _cycle(self._source(_data_module(self.module_class)))
+            module, _ = _data_module(self.module_class)
+            self._batches = _cycle(self._source(module))
             self._drawing = generator
         leaves, _ = tree_flatten(next(self._batches))
         return tuple(t.to(device) for t in leaves)
@@ -159,7 +160,7 @@ def load(source: str) -> type[LightningWorkload]:
     where = f"--workload {LIGHTNING_PREFIX}{path}:{class_name}"
     module_class = _import_class(path, class_name, where)
     with torch.device("cpu"):
-        from_loader, batch = _first_batch(_data_module(module_class, where), where)
+        _, (from_loader, batch) = _data_module(module_class, where)
     leaves, spec = tree_flatten(batch)
     odd = [type(v).__name__ for v in leaves if not isinstance(v, torch.Tensor)]
     if odd or not leaves:
@@ -210,19 +211,21 @@ def _import_class(path: str, class_name: str, where: str) -> type[nn.Module]:
     return cls
 
 
-def _data_module(module_class: type[nn.Module], where: str = "") -> nn.Module:
-    """An instance to read batches from: built on the meta device (no weights allocated) where its
-    constructor allows and its batches do not come out on meta (a dataset made in ``__init__``), else
-    built for real."""
+def _data_module(module_class: type[nn.Module], where: str = "") -> tuple[nn.Module, tuple[bool, Any]]:
+    """An instance to read batches from, and its first batch as :func:`_first_batch` gives it: built on
+    the meta device (no weights allocated) where its constructor allows and its batches do not come out
+    on meta (a dataset made in ``__init__``), else built for real. The batch is read once either way: a
+    loader may start worker processes or open files each time it is iterated."""
     try:
         with torch.device("meta"):
             module = module_class()
-        _, batch = _first_batch(module, where)
-        if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(batch)[0]):
-            return module
+        first = _first_batch(module, where)
+        if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(first[1])[0]):
+            return module, first
     except Exception:  # a constructor that reads its weights, a loader that cannot run on meta
         pass
-    return _build(module_class, where)
+    module = _build(module_class, where)
+    return module, _first_batch(module, where)
 
 
 def _build(module_class: type[nn.Module], where: str) -> nn.Module:

@@ -5,6 +5,7 @@ and of ``lightning:`` flags."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from hpubench.errors import UsageError
 from hpubench.integrations import runrecord
 from hpubench.integrations.recorder import StepRecorder, TrainerFacts, batch_samples
 from hpubench.plan.modeldirs import lightning_source, split_model_dirs
+from workloads import lightning as lightning_workloads
 from workloads.lightning import as_loss, one_optimizer
 
 FACTS = TrainerFacts(
@@ -177,3 +179,62 @@ def test_a_lightning_trainer_s_settings_in_hpubench_s_words() -> None:
     assert lightning.precision_name("32") == "32-true" and lightning.precision_name("16") == "16-mixed"
     with pytest.raises(ValueError, match="64-true"):
         lightning.precision_name("64-true")
+
+
+LOADER_COUNTING_MODULE = '''
+import torch
+import pytorch_lightning as pl
+
+STARTED = []
+
+
+class Loader:
+    def __iter__(self):
+        STARTED.append(1)  # a real loader starts its workers or opens its files here
+        return iter([(torch.randn(4, 3), torch.randn(4, 1))] * 3)
+
+
+class Counted(pl.LightningModule):
+    def __init__(self, real: bool = False):
+        super().__init__()
+        self.layer = torch.nn.Linear(3, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        return Loader()
+
+
+class OnMeta(Counted):
+    """Its batches come out on the meta device when built there: the module is built for real."""
+
+    def train_dataloader(self):
+        outer = self
+
+        class MetaLoader(Loader):
+            def __iter__(self):
+                STARTED.append(1)
+                dev = outer.layer.weight.device
+                return iter([(torch.randn(4, 3, device=dev), torch.randn(4, 1, device=dev))] * 3)
+
+        return MetaLoader()
+'''
+
+
+# Counted: its one batch read on the meta device serves. OnMeta: that read gives meta tensors, so the module
+# is built for real and read once more.
+@pytest.mark.parametrize(("cls", "reads"), [("Counted", 1), ("OnMeta", 2)])
+def test_registering_a_lightning_module_reads_its_loader_once(tmp_path, cls: str, reads: int) -> None:
+    pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is not installed")
+    path = tmp_path / "counted.py"
+    path.write_text(LOADER_COUNTING_MODULE)
+    wl = lightning_workloads.load(f"lightning:{path}:{cls}")
+    started = sys.modules[wl.module_class.__module__].STARTED
+    assert len(started) == reads, f"the loader was iterated {len(started)} times, not {reads}"
+    assert wl.sizes["tiny"].batch_size == 4 and wl.from_loader
+    assert all(not t.is_meta for t in wl.first_batch)
