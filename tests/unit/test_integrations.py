@@ -195,7 +195,7 @@ class Loader:
 
 
 class Counted(pl.LightningModule):
-    def __init__(self, real: bool = False):
+    def __init__(self):
         super().__init__()
         self.layer = torch.nn.Linear(3, 1)
 
