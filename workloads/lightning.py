@@ -214,8 +214,9 @@ def _import_class(path: str, class_name: str, where: str) -> type[nn.Module]:
 def _data_module(module_class: type[nn.Module], where: str = "") -> tuple[nn.Module, tuple[bool, Any]]:
     """An instance to read batches from, and its first batch as :func:`_first_batch` gives it: built on
     the meta device (no weights allocated) where its constructor allows and its batches do not come out
-    on meta (a dataset made in ``__init__``), else built for real. The batch is read once either way: a
-    loader may start worker processes or open files each time it is iterated."""
+    on meta (a dataset made in ``__init__``), else built for real. The serving build's batch comes back
+    with it, so a caller need not iterate the loader again: a loader may start worker processes or open
+    files each time it is iterated."""
     try:
         with torch.device("meta"):
             module = module_class()
