@@ -9,14 +9,15 @@ environment for each condition). Same seed, the same four synthetic batches cycl
 optimizer as a cell. Timed the plain way: one ``perf_counter`` around the measured steps after the
 warm-up. A sync before each clock read is the device's own (none on the CPU).
 
-``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--intern N]`` prints one JSON line.
-``--intern N`` first interns N new strings, as importing more modules does: it moves the script past the
-resize of Python's interned-string table that a torch-only script of these workloads stays just short of,
-which changes glibc's heap thresholds (``docs/measurements.md``, 2026-11-28).
+``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...]`` prints one JSON
+line. ``--import`` first imports the named modules, as a script importing more than torch does: pandas
+moves the script past the resize of Python's interned-string table that a torch-only script of these
+workloads stays just short of, which changes glibc's heap thresholds (``docs/measurements.md``, 2026-11-29).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import resource
 import sys
@@ -34,14 +35,15 @@ N_BATCHES = 4
 
 
 def main(argv: list[str]) -> int:
-    extra = 0
-    if len(argv) == 7 and argv[5] == "--intern":
-        extra, argv = int(argv[6]), argv[:5]
+    extra: list[str] = []
+    if len(argv) == 7 and argv[5] == "--import":
+        extra, argv = [m for m in argv[6].split(",") if m], argv[:5]
     if len(argv) != 5:
-        print("usage: plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--intern N]", file=sys.stderr)
+        print("usage: plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...]", file=sys.stderr)
         return 2
     name, size, batch, warmup, steps = argv[0], argv[1], int(argv[2]), int(argv[3]), int(argv[4])
-    interned = [sys.intern(f"plainloop-{i}") for i in range(extra)]  # kept, as a module's names are
+    for module in extra:
+        importlib.import_module(module)
     device = torch.device("cpu")
     wl = workloads.get(name)
     torch.manual_seed(SEED)
@@ -79,7 +81,7 @@ def main(argv: list[str]) -> int:
                 "minor_faults_per_step": faults / steps,
                 "torch_threads": torch.get_num_threads(),
                 "loss_last": float(loss.detach()),
-                "interned_extra": len(interned),
+                "imported_extra": extra,
                 "hpubench_modules": harness,
             }
         )
