@@ -21,7 +21,8 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -92,6 +93,18 @@ def one_optimizer(configured: Any) -> torch.optim.Optimizer:
     return found
 
 
+@dataclass(frozen=True)
+class FirstBatch:
+    """A module's first batch, with the batch source it came from and the rest of that pass over it, so a
+    reader continues the pass instead of starting the source again (a loader may start worker processes or
+    open files on each pass, and a shuffling one draws a new order from torch's generator)."""
+
+    from_loader: bool  # from train_dataloader(), else example_input_array
+    batch: Any
+    source: Iterable[Any]
+    rest: Iterator[Any]
+
+
 class LightningWorkload(Workload):
     """One LightningModule class; ``class_for`` derives a subclass per class and file."""
 
@@ -125,8 +138,8 @@ class LightningWorkload(Workload):
             return tuple(t.to(device) for t in self.first_batch)
         if self._batches is None or self._drawing is not generator:
             torch.manual_seed(generator.initial_seed())  # the module's own shuffling follows the seed
-            module, _ = _data_module(self.module_class)
-            self._batches = _cycle(self._source(module))
+            _, first = _data_module(self.module_class)
+            self._batches = _cycle(first)
             self._drawing = generator
         leaves, _ = tree_flatten(next(self._batches))
         return tuple(t.to(device) for t in leaves)
@@ -134,19 +147,18 @@ class LightningWorkload(Workload):
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         return model(*batch)
 
-    @classmethod
-    def _source(cls, module: Any) -> Any:
-        return module.train_dataloader() if cls.from_loader else [module.example_input_array]
-
     def fingerprint(self) -> bytes:
         with open(self.source.split(":", 1)[1].rsplit(":", 1)[0], "rb") as f:
             return hashlib.sha1(f.read()).digest()
 
 
-def _cycle(loader: Any) -> Iterator[Any]:
+def _cycle(first: FirstBatch) -> Iterator[Any]:
+    """The source's batches in its order, pass after pass, starting with the pass that gave ``first``."""
+    yield first.batch
+    yield from first.rest
     while True:
         empty = True
-        for batch in loader:
+        for batch in first.source:
             empty = False
             yield batch
         if empty:
@@ -160,8 +172,8 @@ def load(source: str) -> type[LightningWorkload]:
     where = f"--workload {LIGHTNING_PREFIX}{path}:{class_name}"
     module_class = _import_class(path, class_name, where)
     with torch.device("cpu"):
-        _, (from_loader, batch) = _data_module(module_class, where)
-    leaves, spec = tree_flatten(batch)
+        _, first = _data_module(module_class, where)
+    leaves, spec = tree_flatten(first.batch)
     odd = [type(v).__name__ for v in leaves if not isinstance(v, torch.Tensor)]
     if odd or not leaves:
         raise UsageError(
@@ -180,7 +192,7 @@ def load(source: str) -> type[LightningWorkload]:
             "source": f"{LIGHTNING_PREFIX}{path}:{class_name}",
             "spec": spec,
             "first_batch": tuple(t.detach().to("cpu") for t in leaves),
-            "from_loader": from_loader,
+            "from_loader": first.from_loader,
             "sizes": {"tiny": SizeSpec(size, described), "standard": SizeSpec(size, described)},
         },
     )
@@ -211,17 +223,16 @@ def _import_class(path: str, class_name: str, where: str) -> type[nn.Module]:
     return cls
 
 
-def _data_module(module_class: type[nn.Module], where: str = "") -> tuple[nn.Module, tuple[bool, Any]]:
-    """An instance to read batches from, and its first batch as :func:`_first_batch` gives it: built on
-    the meta device (no weights allocated) where its constructor allows and its batches do not come out
-    on meta (a dataset made in ``__init__``), else built for real. The serving build's batch comes back
-    with it, so a caller need not iterate the loader again: a loader may start worker processes or open
-    files each time it is iterated."""
+def _data_module(module_class: type[nn.Module], where: str = "") -> tuple[nn.Module, FirstBatch]:
+    """An instance to read batches from, and its first batch: built on the meta device (no weights
+    allocated) where its constructor allows and its batches do not come out on meta (a dataset made in
+    ``__init__``), else built for real. The serving build's first batch and the rest of its pass come back
+    with it, so a caller need not start the loader again."""
     try:
         with torch.device("meta"):
             module = module_class()
         first = _first_batch(module, where)
-        if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(first[1])[0]):
+        if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(first.batch)[0]):
             return module, first
     except Exception:  # a constructor that reads its weights, a loader that cannot run on meta
         pass
@@ -239,14 +250,16 @@ def _build(module_class: type[nn.Module], where: str) -> nn.Module:
         ) from None
 
 
-def _first_batch(module: Any, where: str) -> tuple[bool, Any]:
-    """(from the dataloader?, the first batch) of the module; UsageError where it has no batch source."""
+def _first_batch(module: Any, where: str) -> FirstBatch:
+    """The module's first batch and its source; UsageError where it has no batch source."""
     try:
-        return True, next(iter(module.train_dataloader()))
+        loader = module.train_dataloader()
+        rest = iter(loader)
+        return FirstBatch(True, next(rest), loader, rest)
     except Exception as exc:
         example = getattr(module, "example_input_array", None)
         if example is not None:
-            return False, example
+            return FirstBatch(False, example, [example], iter(()))
         raise UsageError(
             f"{where}: no batch: train_dataloader() failed ({type(exc).__name__}: {_line(exc)}) and "
             "example_input_array is not set; define one of them on the module"

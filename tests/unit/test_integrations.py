@@ -191,7 +191,7 @@ STARTED = []
 class Loader:
     def __iter__(self):
         STARTED.append(1)  # a real loader starts its workers or opens its files here
-        return iter([(torch.randn(4, 3), torch.randn(4, 1))] * 3)
+        return iter([(torch.full((4, 3), float(i)), torch.randn(4, 1)) for i in range(3)])
 
 
 class Counted(pl.LightningModule):
@@ -238,3 +238,20 @@ def test_registering_a_lightning_module_reads_its_loader_once(tmp_path, cls: str
     assert len(started) == reads, f"the loader was iterated {len(started)} times, not {reads}"
     assert wl.sizes["tiny"].batch_size == 4 and wl.from_loader
     assert all(not t.is_meta for t in wl.first_batch)
+
+
+def test_a_lightning_cell_trains_on_its_loader_s_passes_in_order(tmp_path) -> None:
+    """The batch read when a cell's process builds the module is the first it trains on: the loader starts
+    once per pass, and the batches come in its order."""
+    pytest.importorskip("pytorch_lightning", reason="pytorch-lightning is not installed")
+    path = tmp_path / "counted.py"
+    path.write_text(LOADER_COUNTING_MODULE)
+    wl_class = lightning_workloads.load(f"lightning:{path}:Counted")
+    started = sys.modules[wl_class.module_class.__module__].STARTED
+    started.clear()
+    wl = wl_class()
+    gen = torch.Generator()
+    gen.manual_seed(1)
+    marks = [int(wl.make_batch("tiny", 4, torch.device("cpu"), gen)[0][0, 0]) for _ in range(7)]
+    assert marks == [0, 1, 2, 0, 1, 2, 0]
+    assert len(started) == 3, f"the loader was started {len(started)} times for 3 passes"
