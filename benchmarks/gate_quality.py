@@ -157,12 +157,8 @@ def _typical(records: list[CellResult], per_run: Any) -> float:
     return statistics.median(per_run(r.step_times_s) for r in records)
 
 
-def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
-    data = _load(out)
-    if not data:
-        raise SystemExit(f"no complete rounds under {out}")
-    n = len(data)
-    reps = max(r.repeat for sets in data.values() for r in sets["A"]) + 1
+def gate_configs(reps: int) -> list[tuple[str, int, GateSettings]]:
+    """The ways every gate is judged, labelled for the table: how many runs a side, statistic and test."""
     # Every gate is judged with all repetitions and with fewer (the least the permutation test can use
     # for 2 cells, 3, and one run per side), by the default and by the alternatives `hpubench gate` offers.
     configs: list[tuple[str, int, GateSettings]] = []
@@ -175,15 +171,11 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
                 " (default)" if (stat, test) == ("min", "auto") else ""
             )
             configs.append((label, k, GateSettings(statistic=stat, test=test)))
-    report: dict[str, Any] = {"rounds": n, "repeats": reps, "configs": {}}
-    cells = sorted(
-        {(r.cell.workload, r.cell.batch_size, r.cell.steps) for s in data.values() for r in s["A"]}
-    )
-    shown = ", ".join(f"{w} (batch {b or 'default'}, {k} steps)" for w, b, k in cells)
-    print(f"\n{n} rounds, cells: {shown}")
-    print(f"repetitions per set: {reps}\n")
-    workloads = [w for w, _, _ in cells]
+    return configs
 
+
+def measure_planted(data: dict[int, dict[str, list[CellResult]]], workloads: list[str]) -> dict[str, Any]:
+    """How much slower the B sets really were, printed first: the figure to read the detections against."""
     # What was planted: measured B/A increase of the step time, per cell (median over rounds), of the mean
     # step and of the fastest step (steadier here, and what the default gate compares).
     planted: dict[str, dict[str, float]] = {}
@@ -203,7 +195,6 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
             planted.setdefault(cond, {})[w] = statistics.median(by_mean) if by_mean else nan
             planted[cond][f"{w}_min"] = statistics.median(by_min) if by_min else nan
             planted[cond][f"{w}_calibrated"] = statistics.median(fractions) if fractions else nan
-    report["planted"] = planted
     for cond, d in planted.items():
         print(
             f"planted {cond}: measured step-time increase (median over rounds), fastest step / mean step: "
@@ -212,7 +203,11 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
                 for w in workloads
             )
         )
+    return planted
 
+
+def print_noise(data: dict[int, dict[str, list[CellResult]]], workloads: list[str]) -> None:
+    """How much the A runs of a round differed among themselves, the noise the gate has to see through."""
     # Between-run noise: coefficient of variation of per-repetition mean step time, in A sets.
     for w in workloads:
         cvs = []
@@ -222,8 +217,50 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
                 cvs.append(statistics.stdev(means) / statistics.mean(means))
         if cvs:
             print(f"between-repetition CV of mean step time, {w}: median {statistics.median(cvs):.1%}")
-    print()
 
+
+def judge(
+    data: dict[int, dict[str, list[CellResult]]], k: int, settings: GateSettings, workloads: list[str]
+) -> dict[str, Any]:
+    """One way of gating applied to every round: A/A false alarms, what it said, and slowdowns caught."""
+
+    def pick(rs: list[CellResult], k: int = k) -> list[CellResult]:
+        return [r for r in rs if r.repeat < k]
+
+    fa = 0
+    said = dict.fromkeys(SAID, 0)
+    gates = {"B5": 0, "B10": 0}
+    cells = {cond: dict.fromkeys(workloads, 0) for cond in gates}
+    for sets in data.values():
+        a = pick(sets["A"])
+        aa = gate(a, pick(sets["A2"]), settings)
+        fa += not aa.passed
+        said[what_it_said(aa)] += 1
+        for cond in gates:
+            caught = {
+                v.cell.workload
+                for v in gate(a, _strip_options(pick(sets[cond])), settings).cells
+                if v.outcome == REGRESSION
+            }
+            gates[cond] += bool(caught)
+            for w in caught:
+                cells[cond][w] += 1
+    return {
+        "false_alarms": fa,
+        "a_a_said": said,
+        "gates_caught": gates,
+        "cells_caught": cells,
+    }
+
+
+def print_gate_table(
+    data: dict[int, dict[str, list[CellResult]]],
+    configs: list[tuple[str, int, GateSettings]],
+    workloads: list[str],
+) -> dict[str, Any]:
+    """Every way of gating judged and printed as one row of the table; returns the figures by label."""
+    n = len(data)
+    judged: dict[str, Any] = {}
     per_cell = " / ".join(workloads)
     header = (
         f"{'gate':<32}{'A/A false alarms':>18}{'A/A said fail/pass/insuff.':>28}{'5% caught':>12}"
@@ -232,39 +269,36 @@ def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
     print(header)
     print("-" * len(header))
     for label, k, settings in configs:
-
-        def pick(rs: list[CellResult], k: int = k) -> list[CellResult]:
-            return [r for r in rs if r.repeat < k]
-
-        fa = 0
-        said = dict.fromkeys(SAID, 0)
-        gates = {"B5": 0, "B10": 0}
-        cells = {cond: dict.fromkeys(workloads, 0) for cond in gates}
-        for sets in data.values():
-            a = pick(sets["A"])
-            aa = gate(a, pick(sets["A2"]), settings)
-            fa += not aa.passed
-            said[what_it_said(aa)] += 1
-            for cond in gates:
-                caught = {
-                    v.cell.workload
-                    for v in gate(a, _strip_options(pick(sets[cond])), settings).cells
-                    if v.outcome == REGRESSION
-                }
-                gates[cond] += bool(caught)
-                for w in caught:
-                    cells[cond][w] += 1
-        report["configs"][label] = {
-            "false_alarms": fa,
-            "a_a_said": said,
-            "gates_caught": gates,
-            "cells_caught": cells,
-        }
+        judged[label] = row = judge(data, k, settings, workloads)
+        fa, said = row["false_alarms"], row["a_a_said"]
+        gates, cells = row["gates_caught"], row["cells_caught"]
         by_cell = {cond: " / ".join(f"{cells[cond][w]}" for w in workloads) for cond in gates}
         g5, g10 = f"{gates['B5']}/{n}", f"{gates['B10']}/{n}"
         c5, c10 = f"{by_cell['B5']} of {n}", f"{by_cell['B10']} of {n}"
         told = "/".join(str(said[k]) for k in SAID)
         print(f"{label:<32}{f'{fa}/{n}':>18}{told:>28}{g5:>12}{g10:>12}{c5:>22}{c10:>23}")
+    return judged
+
+
+def analyze(out: Path, as_json: Path | None) -> dict[str, Any]:
+    data = _load(out)
+    if not data:
+        raise SystemExit(f"no complete rounds under {out}")
+    n = len(data)
+    reps = max(r.repeat for sets in data.values() for r in sets["A"]) + 1
+    configs = gate_configs(reps)
+    report: dict[str, Any] = {"rounds": n, "repeats": reps, "configs": {}}
+    cells = sorted(
+        {(r.cell.workload, r.cell.batch_size, r.cell.steps) for s in data.values() for r in s["A"]}
+    )
+    shown = ", ".join(f"{w} (batch {b or 'default'}, {k} steps)" for w, b, k in cells)
+    print(f"\n{n} rounds, cells: {shown}")
+    print(f"repetitions per set: {reps}\n")
+    workloads = [w for w, _, _ in cells]
+    report["planted"] = measure_planted(data, workloads)
+    print_noise(data, workloads)
+    print()
+    report["configs"] = print_gate_table(data, configs, workloads)
     print(
         "\nA/A: gates failed with nothing changed. caught: gates failed by a throughput regression (any "
         "cell), then per cell. Threshold 5%, alpha 0.01, Holm. auto: permutation test where the runs can "

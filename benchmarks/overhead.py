@@ -44,8 +44,7 @@ import math
 import os
 import platform
 import resource
-import statistics
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -56,6 +55,14 @@ from typing import Any
 
 from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
 from outpath import json_out_problem
+from overhead_cells import (
+    bookkeeping_costs,
+    hpubench_round,
+    measure_fixed_cost,
+    measure_naive,
+    measure_spawn,
+    spread,
+)
 from overhead_report import print_report
 
 from hpubench import accelerators
@@ -75,19 +82,11 @@ THROUGHPUT_PLAN = {
 }
 ROUNDS = {"full": 5, "quick": 2}
 FIXED_CELLS = {"full": 12, "quick": 4}  # tiny mlp cells for the per-cell fixed cost
-FIXED_OTHER = ("gpt", "resnet", "bert")  # one cell each
 NAIVE_REPEATS = {"full": 3, "quick": 2}
 SPAWN_CELLS = {"full": 2, "quick": 1}
-CELL_TIMEOUT_S = 600.0
 
 
 # ---- small helpers --------------------------------------------------------------------------------------
-
-
-def _spread(xs: list[float]) -> dict[str, float | None]:
-    if not xs:
-        return {"median": None, "min": None, "max": None, "n": 0}
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
 def _loadavg() -> list[float] | None:
@@ -148,91 +147,81 @@ def _in_fork(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"error": f"child ended without a result (wait status {status})"}
 
 
-def _bookkeeping_costs() -> dict[str, Any]:
-    """What hpubench adds around each CPU step, in a forked child: sync call, clock reads, loss copy."""
-    import torch
-
-    from hpubench.accelerators.cpu import CPUAccelerator
-
-    acc = CPUAccelerator(0)
-    n = 200_000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        acc.synchronize()
-    sync_s = (time.perf_counter() - t0) / n
-    t0 = time.perf_counter()
-    for _ in range(n):
-        time.perf_counter()
-    clock_s = (time.perf_counter() - t0) / n
-    loss = torch.ones((), requires_grad=True) * 2.0
-    m = 20_000
-    t0 = time.perf_counter()
-    for _ in range(m):
-        loss.item()
-    item_s = (time.perf_counter() - t0) / m
-    return {"synchronize_call_s": sync_s, "perf_counter_call_s": clock_s, "loss_item_s": item_s}
-
-
-# ---- hpubench side -------------------------------------------------------------------------------------
-
-
-class _EventClock:
-    """Wall time between a cell's "started" and "finished" launcher events, plus the finished event."""
-
-    def __init__(self) -> None:
-        self.started: float | None = None
-        self.finished: float | None = None
-        self.event: Any = None
-
-    def __call__(self, event: Any) -> None:
-        if event.kind == "started":
-            self.started = time.perf_counter()
-        elif event.kind == "finished":
-            self.finished = time.perf_counter()
-            self.event = event
-
-    @property
-    def cell_s(self) -> float | None:
-        if self.started is None or self.finished is None:
-            return None
-        return self.finished - self.started
-
-
-def _run_cell(launcher: Any, cell: Any, store_dir: Path) -> tuple[Any, _EventClock]:
-    from hpubench.plan.cell import PlannedCell
-    from hpubench.store.rundir import ResultStore
-
-    clock = _EventClock()
-    (result,) = launcher.run(
-        [PlannedCell(cell)], ResultStore(store_dir), timeout_s=CELL_TIMEOUT_S, on_event=clock
-    )
-    return result, clock
-
-
-def _fixed_cost_row(result: Any, clock: _EventClock) -> dict[str, Any]:
-    rt = result.runtime or {}
-    overhead = clock.cell_s - result.wall_s if (clock.cell_s is not None and result.wall_s) else None
-    ev = clock.event
-    return {
-        "status": result.status,
-        "reason": result.reason,
-        "dispatch_to_child_s": ev.dispatch_s if ev is not None else None,
-        "dispatch_to_first_step_s": rt.get("dispatch_to_first_step_s"),
-        "setup_s": rt.get("setup_s"),
-        "flops_count_s": rt.get("flops_count_s"),
-        "worker_wall_s": result.wall_s,
-        "event_wall_s": ev.wall_s if ev is not None else None,
-        "cell_wall_s": clock.cell_s,
-        "launcher_overhead_s": overhead,
-    }
-
-
 # ---- part 1: throughput ----------------------------------------------------------------------------------
 
 
 def warmup_plan(step_s: float, warmup_s: float) -> int:
     """Warm-up steps lasting about ``warmup_s`` at ``step_s`` a step, at least MIN_WARMUP_STEPS."""
     return max(MIN_WARMUP_STEPS, math.ceil(warmup_s / max(step_s, 1e-9)))
+
+
+def calibrate_step_s(name: str, bs: int, device: str) -> float:
+    """Seconds a bare step of ``name`` takes on ``device``, so both sides get the same step counts."""
+    calib = _in_fork(
+        lambda n=name, b=bs: bare_loop(n, "tiny", b, MIN_WARMUP_STEPS, CALIBRATION_STEPS, accelerator=device)
+    )
+    if "error" in calib:
+        raise SystemExit(
+            f"{name}: the bare loop failed on {device}: {calib['error'].strip().splitlines()[-1]}"
+        )
+    return calib["elapsed_s"] / CALIBRATION_STEPS
+
+
+def ab_rounds(
+    launcher: Any, cell: Any, bs: int, rounds: int, tmp: Path, device: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Both sides ``rounds`` times, alternating which goes first, so drift of the machine hits both alike."""
+    name, warmup, steps = cell.workload, cell.warmup_steps, cell.steps
+    hp: list[dict[str, Any]] = []
+    bare: list[dict[str, Any]] = []
+    for rnd in range(rounds):
+        order = ("hpubench", "bare") if rnd % 2 == 0 else ("bare", "hpubench")
+        for side in order:
+            if side == "hpubench":
+                hp.append(hpubench_round(launcher, cell, tmp / f"tp-{name}-{rnd}"))
+            else:
+                bare.append(
+                    _in_fork(
+                        lambda n=name, b=bs, w=warmup, s=steps: bare_loop(
+                            n, "tiny", b, w, s, accelerator=device
+                        )
+                    )
+                )
+        print(".", end="", flush=True)
+    print()
+    return hp, bare
+
+
+def compare_sides(hp: list[dict[str, Any]], bare: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of one workload's rounds: each side's samples/s, their paired ratio, and the losses."""
+    ratios = [
+        h["samples_per_s"] / b["samples_per_s"]
+        for h, b in zip(hp, bare, strict=True)
+        if h.get("samples_per_s") and b.get("samples_per_s")
+    ]
+    hp_sps = [h["samples_per_s"] for h in hp if h.get("samples_per_s")]
+    bare_sps = [b["samples_per_s"] for b in bare if b.get("samples_per_s")]
+    loss_pairs = [
+        (h["loss_last"], b["loss_last"])
+        for h, b in zip(hp, bare, strict=True)
+        if h.get("loss_last") is not None and b.get("loss_last") is not None
+    ]
+    errors = [h["reason"] for h in hp if h.get("status") != "ok"] + [
+        b["error"].strip().splitlines()[-1] for b in bare if "error" in b
+    ]
+    return {
+        "hpubench_samples_per_s": spread(hp_sps),
+        "bare_samples_per_s": spread(bare_sps),
+        "ratio_hpubench_over_bare": spread(ratios),
+        "ratio_median_interval": vars(median_interval(ratios)) if ratios else None,
+        # Fastest round of each side: the one least disturbed by anything else on the machine.
+        "ratio_best_rounds": max(hp_sps) / max(bare_sps) if hp_sps and bare_sps else None,
+        "max_abs_loss_diff": max((abs(a - b) for a, b in loss_pairs), default=None),
+        "torch_threads_hpubench": sorted({str(h.get("torch_threads")) for h in hp}),
+        "torch_threads_bare": sorted({str(b.get("torch_threads")) for b in bare}),
+        "errors": errors,
+        "per_round": {"hpubench": hp, "bare": bare},
+    }
 
 
 def measure_throughput(
@@ -252,65 +241,12 @@ def measure_throughput(
         bs = workloads.get(name).sizes["tiny"].batch_size
         # One bare run prices a step on this device, so both sides warm up for warmup_s (and measure for
         # measure_s, when given) with the same step counts.
-        calib = _in_fork(
-            lambda n=name, b=bs: bare_loop(
-                n, "tiny", b, MIN_WARMUP_STEPS, CALIBRATION_STEPS, accelerator=device
-            )
-        )
-        if "error" in calib:
-            raise SystemExit(
-                f"{name}: the bare loop failed on {device}: {calib['error'].strip().splitlines()[-1]}"
-            )
-        step_s = calib["elapsed_s"] / CALIBRATION_STEPS
+        step_s = calibrate_step_s(name, bs, device)
         warmup = warmup_plan(step_s, warmup_s)
         steps = plan_steps if measure_s is None else max(plan_steps, math.ceil(measure_s / step_s))
         cell = Cell(name, "tiny", device, warmup_steps=warmup, steps=steps)
-        hp: list[dict[str, Any]] = []
-        bare: list[dict[str, Any]] = []
         print(f"  {name}: {rounds} rounds of {warmup} warm-up + {steps} steps ", end="", flush=True)
-        for rnd in range(rounds):
-            order = ("hpubench", "bare") if rnd % 2 == 0 else ("bare", "hpubench")
-            for side in order:
-                if side == "hpubench":
-                    r, _ = _run_cell(launcher, cell, tmp / f"tp-{name}-{rnd}")
-                    m = r.metrics
-                    hp.append(
-                        {
-                            "status": r.status,
-                            "reason": r.reason,
-                            "samples_per_s": m.samples_per_s if m else None,
-                            "sum_step_s": sum(r.step_times_s) if r.step_times_s else None,
-                            "step_p50_s": m.step_time_p50_s if m else None,
-                            "step_min_s": min(r.step_times_s) if r.step_times_s else None,
-                            "loss_last": m.loss_last if m else None,
-                            "torch_threads": (r.runtime.get("env_flags") or {}).get("torch_num_threads"),
-                        }
-                    )
-                else:
-                    bare.append(
-                        _in_fork(
-                            lambda n=name, b=bs, w=warmup, s=steps: bare_loop(
-                                n, "tiny", b, w, s, accelerator=device
-                            )
-                        )
-                    )
-            print(".", end="", flush=True)
-        print()
-        ratios = [
-            h["samples_per_s"] / b["samples_per_s"]
-            for h, b in zip(hp, bare, strict=True)
-            if h.get("samples_per_s") and b.get("samples_per_s")
-        ]
-        hp_sps = [h["samples_per_s"] for h in hp if h.get("samples_per_s")]
-        bare_sps = [b["samples_per_s"] for b in bare if b.get("samples_per_s")]
-        loss_pairs = [
-            (h["loss_last"], b["loss_last"])
-            for h, b in zip(hp, bare, strict=True)
-            if h.get("loss_last") is not None and b.get("loss_last") is not None
-        ]
-        errors = [h["reason"] for h in hp if h.get("status") != "ok"] + [
-            b["error"].strip().splitlines()[-1] for b in bare if "error" in b
-        ]
+        hp, bare = ab_rounds(launcher, cell, bs, rounds, tmp, device)
         out.append(
             {
                 "workload": name,
@@ -321,108 +257,17 @@ def measure_throughput(
                 "warmup_steps": warmup,
                 "calibrated_step_s": step_s,
                 "rounds": rounds,
-                "hpubench_samples_per_s": _spread(hp_sps),
-                "bare_samples_per_s": _spread(bare_sps),
-                "ratio_hpubench_over_bare": _spread(ratios),
-                "ratio_median_interval": vars(median_interval(ratios)) if ratios else None,
-                # Fastest round of each side: the one least disturbed by anything else on the machine.
-                "ratio_best_rounds": max(hp_sps) / max(bare_sps) if hp_sps and bare_sps else None,
-                "max_abs_loss_diff": max((abs(a - b) for a, b in loss_pairs), default=None),
-                "torch_threads_hpubench": sorted({str(h.get("torch_threads")) for h in hp}),
-                "torch_threads_bare": sorted({str(b.get("torch_threads")) for b in bare}),
-                "errors": errors,
-                "per_round": {"hpubench": hp, "bare": bare},
+                **compare_sides(hp, bare),
             }
         )
     return out
 
 
-# ---- part 2: fixed cost ----------------------------------------------------------------------------------
-
-
-def measure_fixed_cost(launcher: Any, n_mlp: int, tmp: Path, device: str) -> dict[str, Any]:
-    from hpubench.plan.cell import Cell
-
-    rows = []
-    print(f"  {n_mlp} tiny mlp cells ", end="", flush=True)
-    for i in range(n_mlp):
-        r, clock = _run_cell(launcher, Cell("mlp", "tiny", device, warmup_steps=1, steps=2), tmp / f"fx-{i}")
-        rows.append(_fixed_cost_row(r, clock))
-        print(".", end="", flush=True)
-    print()
-    others = {}
-    for name in FIXED_OTHER:
-        print(f"  one tiny {name} cell", flush=True)
-        r, clock = _run_cell(
-            launcher, Cell(name, "tiny", device, warmup_steps=1, steps=2), tmp / f"fx-{name}"
-        )
-        others[name] = _fixed_cost_row(r, clock)
-
-    def col(key: str) -> dict[str, float | None]:
-        return _spread([row[key] for row in rows if row.get(key) is not None])
-
-    return {
-        "mlp_cells": n_mlp,
-        "mlp": {
-            k: col(k)
-            for k in (
-                "dispatch_to_child_s",
-                "dispatch_to_first_step_s",
-                "setup_s",
-                "flops_count_s",
-                "worker_wall_s",
-                "launcher_overhead_s",
-                "cell_wall_s",
-            )
-        },
-        "mlp_first_cell": rows[0] if rows else None,
-        "mlp_rows": rows,
-        "event_wall_equals_record_wall": all(r["event_wall_s"] == r["worker_wall_s"] for r in rows),
-        "one_cell_each": others,
-    }
-
-
-def measure_naive(repeats: int) -> dict[str, Any]:
-    out = {}
-    variants = (("import torch", "import torch"), ("import torch, torch._dynamo", "import torch._dynamo"))
-    for label, code in variants:
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], check=True)
-            times.append(time.perf_counter() - t0)
-        out[label] = _spread(times)
-        print(f"  fresh interpreter, {label}: {repeats}x", flush=True)
-    return out
-
-
-def measure_spawn(n: int, tmp: Path, device: str) -> dict[str, Any]:
-    from hpubench.plan.cell import Cell
-    from hpubench.run.launch import Launcher
-
-    rows = []
-    with Launcher(isolation="spawn") as launcher:
-        for i in range(n):
-            cell = Cell("mlp", "tiny", device, warmup_steps=1, steps=2)
-            r, clock = _run_cell(launcher, cell, tmp / f"sp-{i}")
-            rows.append(_fixed_cost_row(r, clock))
-    print(f"  {n} tiny mlp cell(s) with isolation='spawn'", flush=True)
-    return {
-        "cells": n,
-        "dispatch_to_first_step_s": _spread(
-            [r["dispatch_to_first_step_s"] for r in rows if r["dispatch_to_first_step_s"] is not None]
-        ),
-        "launcher_overhead_s": _spread(
-            [r["launcher_overhead_s"] for r in rows if r["launcher_overhead_s"] is not None]
-        ),
-        "rows": rows,
-    }
-
-
 # ---- main ----------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line, kept apart so that ``main`` reads as the run's steps."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, steps and cells (~1 minute)")
     parser.add_argument("--json", metavar="PATH", help="also write every figure to this JSON file")
@@ -464,7 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--throughput-only", action="store_true", help="skip the fixed-cost, naive and spawn parts"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse bad options before anything is measured, and set OMP_NUM_THREADS before torch is imported."""
     if args.device not in accelerators.names():
         known = ", ".join(accelerators.names())
         parser.error(f"--device {args.device!r} is not a registered accelerator; one of {known}")
@@ -482,29 +331,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--threads must be >= 1")
         os.environ["OMP_NUM_THREADS"] = str(args.threads)  # before torch is imported anywhere
 
-    t_start = time.perf_counter()
-    mode = "quick" if args.quick else "full"
-    load_start = _loadavg()
-    busy_start, own_start = _host_busy_s(), _own_cpu_s()
 
-    # Imports only: no torch op may run in this process, or forked children can hang (OpenMP pool).
-    import torch
-    import torch._dynamo  # optimizers import it; pay it once here, not in every bare child
-    from workloadarg import parse_workloads  # imports workloads, hence torch: after OMP_NUM_THREADS is set
-
-    import workloads  # noqa: F401  (registers the workloads the cells run)
-    from hpubench.accelerators.cpu import cpu_model_name
+def run_parts(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, mode: str, plan: list[tuple[str, int]]
+) -> dict[str, Any]:
+    """Every measurement, in one launcher and one scratch folder that is removed whatever happens."""
     from hpubench.run.launch import Launcher
 
-    plan = THROUGHPUT_PLAN[mode]
-    if args.workloads:
-        default_steps = dict(THROUGHPUT_PLAN["full"])
-        names, problem = parse_workloads(args.workloads)
-        if problem:
-            parser.error(f"--workloads: {problem}")
-        plan = [(w, default_steps.get(w, 40)) for w in names]
-
-    print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="hpubench-overhead-"))
     try:
         with Launcher(isolation="fork") as launcher:
@@ -512,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             if inventory.count(args.device) < 1:
                 parser.error(f"--device {args.device}: no such device on this machine; try --device cpu")
             print("  bookkeeping micro-costs", flush=True)
-            bookkeeping = _in_fork(_bookkeeping_costs)
+            bookkeeping = _in_fork(bookkeeping_costs)
             rounds = args.rounds or ROUNDS[mode]
             throughput = measure_throughput(
                 launcher, plan, rounds, tmp, args.device, args.warmup_s, args.measure_s
@@ -526,9 +359,62 @@ def main(argv: list[str] | None = None) -> int:
         naive = None if args.throughput_only else measure_naive(NAIVE_REPEATS[mode])
         spawn = None if args.throughput_only else measure_spawn(SPAWN_CELLS[mode], tmp, args.device)
     finally:
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "bookkeeping": bookkeeping,
+        "throughput": throughput,
+        "zygote_start_s": zygote_start_s,
+        "fixed_cost": fixed,
+        "naive": naive,
+        "spawn": spawn,
+    }
+
+
+def environment(
+    cpu: str, torch_version: str, load_start: list[float] | None, others: float | None, total_s: float
+) -> dict[str, Any]:
+    """The machine and how busy other work kept it, so the report can say how far to trust the figures."""
+    return {
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch": torch_version,
+        "python": platform.python_version(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "loadavg_start": load_start,
+        "loadavg_end": _loadavg(),
+        "other_processes_cpu_s": others,
+        "other_processes_cores": None if others is None else others / total_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+
+    t_start = time.perf_counter()
+    mode = "quick" if args.quick else "full"
+    load_start = _loadavg()
+    busy_start, own_start = _host_busy_s(), _own_cpu_s()
+
+    # Imports only: no torch op may run in this process, or forked children can hang (OpenMP pool).
+    import torch
+    import torch._dynamo  # optimizers import it; pay it once here, not in every bare child
+    from workloadarg import parse_workloads  # imports workloads, hence torch: after OMP_NUM_THREADS is set
+
+    import workloads  # noqa: F401  (registers the workloads the cells run)
+    from hpubench.accelerators.cpu import cpu_model_name
+
+    plan = THROUGHPUT_PLAN[mode]
+    if args.workloads:
+        default_steps = dict(THROUGHPUT_PLAN["full"])
+        names, problem = parse_workloads(args.workloads)
+        if problem:
+            parser.error(f"--workloads: {problem}")
+        plan = [(w, default_steps.get(w, 40)) for w in names]
+
+    print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
+    parts = run_parts(parser, args, mode, plan)
 
     total_s = time.perf_counter() - t_start
     busy_end = _host_busy_s()
@@ -541,23 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         "device": args.device,
         "warmup_s": args.warmup_s,
         "total_s": total_s,
-        "environment": {
-            "cpu": cpu_model_name(),
-            "cpu_count": os.cpu_count(),
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-            "loadavg_start": load_start,
-            "loadavg_end": _loadavg(),
-            "other_processes_cpu_s": others,
-            "other_processes_cores": None if others is None else others / total_s,
-        },
-        "bookkeeping": bookkeeping,
-        "throughput": throughput,
-        "zygote_start_s": zygote_start_s,
-        "fixed_cost": fixed,
-        "naive": naive,
-        "spawn": spawn,
+        "environment": environment(cpu_model_name(), torch.__version__, load_start, others, total_s),
+        **parts,
     }
     print_report(res)
     if args.json:

@@ -39,7 +39,8 @@ def ratio_verdict(ci: dict[str, Any] | None, low: float = 0.99, high: float = 1.
     return f"not decided at this noise: {at}; more --rounds narrow it"
 
 
-def print_report(res: dict[str, Any]) -> None:
+def print_environment(res: dict[str, Any]) -> None:
+    """The machine and how busy other work kept it, so a reader knows how much noise the figures carry."""
     env = res["environment"]
     print()
     print("=" * 100)
@@ -68,6 +69,9 @@ def print_report(res: dict[str, Any]) -> None:
             else:
                 print(" Compare the best-round ratio, or re-run on an idle machine.")
 
+
+def print_throughput(res: dict[str, Any]) -> None:
+    """Part 1: the hpubench/bare table, the verdict per workload against the target, and the legend."""
     print()
     dev = res["device"]
     print(f"1. Throughput on {dev}: hpubench cell (fork isolation) vs a bare PyTorch loop, same work")
@@ -100,7 +104,10 @@ def print_report(res: dict[str, Any]) -> None:
     print("   threads = torch.get_num_threads() in the hpubench cell child | in the bare child")
     print("   best = fastest hpubench round / fastest bare round (least disturbed by other load)")
     print("   loss = last training loss of both sides compared: 'same' means bit-identical work was done")
-    bk = res["bookkeeping"]
+
+
+def print_bookkeeping(dev: str, bk: dict[str, Any]) -> None:
+    """What hpubench's per-step timing adds on ``dev``, so the ratio above can be read against it."""
     if dev != "cpu":
         print(
             f"   On {dev} hpubench synchronises the device before and after every step; the bare loop only "
@@ -130,11 +137,10 @@ def print_report(res: dict[str, Any]) -> None:
         )
         print("   single clock includes its own loop overhead.")
 
+
+def print_fixed_cost(res: dict[str, Any]) -> None:
+    """Part 2's own figures: the zygote start, then what each tiny mlp cell costs besides its steps."""
     fx = res["fixed_cost"]
-    if fx is None:
-        print()
-        print("2.-3. Fixed cost and spawn isolation: skipped (--throughput-only)")
-        return
     print()
     print("2. Per-cell fixed cost (fork isolation, pre-warmed zygote)")
     zs = res["zygote_start_s"]
@@ -167,6 +173,11 @@ def print_report(res: dict[str, Any]) -> None:
             "wall_s is 0 by\n    construction; launcher overhead above is the wall time between the "
             "started and finished events instead)"
         )
+
+
+def print_other_cells(res: dict[str, Any]) -> None:
+    """The larger workloads' cells, then the naive design and spawn isolation set against the fork cells."""
+    fx = res["fixed_cost"]
     print(
         f"   {'one cell each':<14} {'to child':>10} {'to 1st step':>12} {'setup':>10} {'FLOPs':>10} "
         f"{'launcher':>10} {'status':>8}"
@@ -180,7 +191,7 @@ def print_report(res: dict[str, Any]) -> None:
         if row["status"] != "ok":
             print(f"     {row['reason']}")
     print("   Naive alternative, one fresh interpreter per cell, paid by every cell:")
-    d2f = m["dispatch_to_first_step_s"]["median"]
+    d2f = fx["mlp"]["dispatch_to_first_step_s"]["median"]
     for label, s in res["naive"].items():
         ratio = s["median"] / d2f if (s["median"] and d2f) else None
         print(
@@ -194,4 +205,16 @@ def print_report(res: dict[str, Any]) -> None:
         f"   {'hpubench --isolation spawn, to 1st step':<45} {_ms(s['median']):>10} (median of {s['n']}) "
         f"= {_f(ratio, '.0f')}x fork"
     )
+
+
+def print_report(res: dict[str, Any]) -> None:
+    print_environment(res)
+    print_throughput(res)
+    print_bookkeeping(res["device"], res["bookkeeping"])
+    if res["fixed_cost"] is None:
+        print()
+        print("2.-3. Fixed cost and spawn isolation: skipped (--throughput-only)")
+        return
+    print_fixed_cost(res)
+    print_other_cells(res)
     print("=" * 100)
