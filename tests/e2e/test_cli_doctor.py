@@ -98,12 +98,19 @@ def test_telemetry_readings_are_priced_and_a_dear_one_warns_with_the_interval_th
     warn = {f["check"]: f for f in json.loads(dear.stdout)["findings"] if f["section"] == "hpu"}
     assert ok["telemetry"]["level"] == "OK" and ok["telemetry"]["detail"].startswith("hlml: a reading takes")
     assert warn["telemetry"]["level"] == "WARN"
-    assert (
-        "a reading takes 3 ms of CPU, 3% of a core at the default --telemetry-interval 0.1"
-        in (warn["telemetry"]["detail"])
+    # The figures are measured: the one energy read's 3 ms burn plus the other readings, which take
+    # longer on a slower host (3.2 ms on one); a second energy read would make it 6.
+    said = re.search(
+        r"a reading takes ([\d.]+) ms of CPU, ([\d.]+)% of a core at the default --telemetry-interval 0\.1",
+        warn["telemetry"]["detail"],
     )
-    assert warn["telemetry"]["fix"].startswith("where their speed matters more than power figures: ")
-    assert "--telemetry-interval 1.5 (0.2% of a core) or --no-telemetry" in warn["telemetry"]["fix"]
+    assert said, warn["telemetry"]["detail"]
+    ms = float(said[1])
+    assert 3.0 <= ms < 6.0 and said[2] == said[1], warn["telemetry"]["detail"]  # at 0.1 s, ms and % agree
+    fix = warn["telemetry"]["fix"]
+    assert fix.startswith("where their speed matters more than power figures: ")
+    fits = re.search(r"--telemetry-interval ([\d.]+) \(0\.2% of a core\) or --no-telemetry", fix)
+    assert fits and abs(float(fits[1]) - ms / 2) <= 0.06, fix  # 2 ms of CPU a second: ms / 2 seconds apart
     cpu = {f["check"]: f for f in json.loads(cheap.stdout)["findings"] if f["section"] == "cpu"}
     if not Path("/sys/class/powercap").exists():
         assert cpu["telemetry"]["detail"].startswith("none: no RAPL powercap interface")
