@@ -138,8 +138,7 @@ class LightningWorkload(Workload):
             return tuple(t.to(device) for t in self.first_batch)
         if self._batches is None or self._drawing is not generator:
             torch.manual_seed(generator.initial_seed())  # the module's own shuffling follows the seed
-            _, first = _data_module(self.module_class)
-            self._batches = _cycle(first)
+            self._batches = _cycle(_read_first(self.module_class))
             self._drawing = generator
         leaves, _ = tree_flatten(next(self._batches))
         return tuple(t.to(device) for t in leaves)
@@ -172,7 +171,7 @@ def load(source: str) -> type[LightningWorkload]:
     where = f"--workload {LIGHTNING_PREFIX}{path}:{class_name}"
     module_class = _import_class(path, class_name, where)
     with torch.device("cpu"):
-        _, first = _data_module(module_class, where)
+        first = _read_first(module_class, where)
     leaves, spec = tree_flatten(first.batch)
     odd = [type(v).__name__ for v in leaves if not isinstance(v, torch.Tensor)]
     if odd or not leaves:
@@ -223,21 +222,19 @@ def _import_class(path: str, class_name: str, where: str) -> type[nn.Module]:
     return cls
 
 
-def _data_module(module_class: type[nn.Module], where: str = "") -> tuple[nn.Module, FirstBatch]:
-    """An instance to read batches from, and its first batch: built on the meta device (no weights
-    allocated) where its constructor allows and its batches do not come out on meta (a dataset made in
-    ``__init__``), else built for real. The serving build's first batch and the rest of its pass come back
-    with it, so a caller need not start the loader again."""
+def _read_first(module_class: type[nn.Module], where: str = "") -> FirstBatch:
+    """The first batch of an instance built on the meta device (no weights allocated) where its
+    constructor allows and its batches do not come out on meta (a dataset made in ``__init__``), else of
+    one built for real; with the rest of its pass, so a caller need not start the loader again."""
     try:
         with torch.device("meta"):
             module = module_class()
         first = _first_batch(module, where)
         if not any(isinstance(t, torch.Tensor) and t.is_meta for t in tree_flatten(first.batch)[0]):
-            return module, first
+            return first
     except Exception:  # a constructor that reads its weights, a loader that cannot run on meta
         pass
-    module = _build(module_class, where)
-    return module, _first_batch(module, where)
+    return _first_batch(_build(module_class, where), where)
 
 
 def _build(module_class: type[nn.Module], where: str) -> nn.Module:
