@@ -27,6 +27,7 @@ process exits (the double's hold is a ``flock``, which the kernel drops at exit,
 from __future__ import annotations
 
 import os
+import sys
 
 FORK_AFTER_LOAD_ENV = "HPUBENCH_FAKE_HPU_FORK_AFTER_LOAD"
 FORK_AFTER_LOAD_VALUES = ("allow", "refuse")
@@ -127,11 +128,12 @@ def cleanup() -> None:
 
 def _log_fork() -> None:
     """Before every ``os.fork``: Synapse's fork hook logs when its runtime is active in the parent."""
-    if active_here():
-        from habana_frameworks._double import record  # deferred: _double imports this module
-
+    # looked up, not imported: _double imports this module, and a test that unloads the double leaves
+    # this hook registered in a process where the double can no longer be imported
+    double = sys.modules.get("habana_frameworks._double")
+    if double is not None and active_here():
         state = "with acquired device" if initialised_here() else "while it is active"
-        record("synapse.fork", f"pid={os.getpid()} synapse is forked {state}")
+        double.record("synapse.fork", f"pid={os.getpid()} synapse is forked {state}")
 
 
 os.register_at_fork(before=_log_fork)
