@@ -30,8 +30,10 @@ def check_suffix(path: Path, known: Sequence[str]) -> None:
         )
 
 
-def check_target(path: str | os.PathLike[str]) -> Path:
-    """``path`` if a new output file may be renamed onto it; else UsageError with one line and a fix."""
+def check_target(path: str | os.PathLike[str], make_parent: bool = False) -> Path:
+    """``path`` if a new output file may be renamed onto it; else UsageError with one line and a fix.
+    ``make_parent`` creates a missing folder first (CI files such as ``gate --junit`` name one that a job
+    has not made yet), but never one inside a results directory."""
     target = Path(path)
     real = Path(os.path.realpath(target))  # a symlink is judged by what it points to
     try:
@@ -52,15 +54,22 @@ def check_target(path: str | os.PathLike[str]) -> Path:
             f"output {target} is inside the results directory {run_dir}; an output never goes there "
             "(it could replace a record file); fix: give a path outside it"
         )
+    if make_parent and not target.parent.is_dir():
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create {target.parent}: {os_error_text(exc)}; fix: give another path"
+            ) from None
     if not target.parent.is_dir():
         raise UsageError(f"cannot write {target}: directory {target.parent} does not exist; create it first")
     return target
 
 
-def write_output(path: str | os.PathLike[str], data: bytes) -> None:
+def write_output(path: str | os.PathLike[str], data: bytes, make_parent: bool = False) -> None:
     """Check ``path`` (``check_target``), then replace it with ``data`` in one step; a failure leaves the
     old file (or none) in place and is one line."""
-    target = check_target(path)
+    target = check_target(path, make_parent)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
@@ -72,7 +81,9 @@ def write_output(path: str | os.PathLike[str], data: bytes) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:  # a full disk or a Ctrl-C: the old file stays, the temporary one goes
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {target}: {os_error_text(exc)}") from None
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {target}: {os_error_text(exc)}") from None
+        raise

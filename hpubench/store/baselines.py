@@ -88,6 +88,16 @@ def _locked(directory: Path):
         os.close(fd)
 
 
+def _restore_interrupted(directory: Path, name: str) -> None:
+    """Undo a save that was killed midway (the lock is held): an old copy moved aside goes back where a
+    missing baseline was; one beside a whole baseline, and a half-written new copy, are removed."""
+    leftovers = sorted(directory.glob(f".{name}.old-*"), key=lambda p: p.stat().st_mtime)
+    if leftovers and not (directory / name).exists():
+        os.rename(leftovers.pop(), directory / name)
+    for path in [*leftovers, *directory.glob(f".{name}.tmp-*")]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def read_index(directory: str | os.PathLike[str] = DEFAULT_DIR) -> dict[str, dict[str, Any]]:
     """Name -> what was saved; an empty dict where nothing was saved yet."""
     path = Path(directory) / INDEX_FILE
@@ -124,6 +134,7 @@ def save(
     directory = Path(directory)
     target = directory / name
     with _locked(directory):
+        _restore_interrupted(directory, name)
         if target.exists() and not force:
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
         saved_at = utc_now_iso()
@@ -145,18 +156,17 @@ def save(
                 os.rename(target, old)
             os.rename(tmp, target)
             shutil.rmtree(old, ignore_errors=True)
-        except OSError as e:  # a full disk: the old baseline (if any) stays as it was
+        except BaseException as e:  # a full disk or a Ctrl-C: the old baseline (if any) stays as it was
             shutil.rmtree(tmp, ignore_errors=True)
             if old.exists() and not target.exists():
                 with contextlib.suppress(OSError):
                     os.rename(old, target)
+            if not isinstance(e, OSError):
+                raise
             raise UsageError(
                 f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
                 "fix: free space or give a writable --dir"
             ) from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         index = read_index(directory)
         git = meta.get("git") or {}
         index[name] = {
@@ -198,6 +208,9 @@ def resolve(ref: str | os.PathLike[str], directory: str | os.PathLike[str] = DEF
         return path
     text = str(ref)
     candidate = Path(directory) / text
+    if _NAME_RE.fullmatch(text) and not candidate.exists() and any(Path(directory).glob(f".{text}.old-*")):
+        with _locked(Path(directory)):
+            _restore_interrupted(Path(directory), text)
     if _NAME_RE.fullmatch(text) and (candidate / CELLS_FILE).is_file():
         return candidate
     known = sorted(read_index(directory)) if Path(directory).is_dir() else []

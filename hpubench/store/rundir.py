@@ -80,8 +80,8 @@ def write_json_atomic(
         else:
             tmp.write_text(text + "\n")
         os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):  # a full disk must not also keep the half-written copy
+    except BaseException:  # a full disk or a Ctrl-C must not also leave the half-written copy
+        with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     if durable:

@@ -135,6 +135,13 @@ for cmd, fragment in [
     (["gate", "--baseline", "run", "--current", "run", "--missing", "maybe"], "missing"),
     (["gate", "--baseline", "run", "--current", "run", "--memory-floor", "lots"], "--memory-floor"),
     (["gate", "--baseline", "run", "--current", "run", "--baseline-accelerator", "tpu"], "tpu"),
+    # The CI files never land on a run's records, a file that exists or each other.
+    (["gate", "--baseline", "run", "--current", "run", "--junit", "run/cells.jsonl"], "results directory"),
+    (["gate", "--baseline", "run", "--current", "run", "--markdown", "run/meta.json"], "results directory"),
+    (["gate", "--baseline", "run", "--current", "run", "--markdown", "run/new/g.md"], "results directory"),
+    (["gate", "--baseline", "run", "--current", "run", "--junit", "run"], "is a directory"),
+    (["gate", "--baseline", "run", "--current", "run", "--junit", "keep.txt/g.xml"], "keep.txt"),
+    (["gate", "--baseline", "run", "--current", "run", "--markdown", "g", "--junit", "./g"], "both name"),
     (["export", "no_such"], "no_such"),
     (["export", "run", "--format", "junit"], "--format"),
     (["baseline", "save", "no_such", "--name", "x"], "no_such"),

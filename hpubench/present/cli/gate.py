@@ -229,6 +229,16 @@ def _compare(
     return gate_mod.gate(base, cur, settings, run_to_run=spreads)
 
 
+def _check_ci_files(markdown: Path | None, junit: Path | None) -> None:
+    """Both CI files are checked before the gate reads anything: a path onto a run's own records, a
+    folder or one file named twice is refused with nothing written."""
+    if markdown is not None and junit is not None and markdown.resolve() == junit.resolve():
+        raise UsageError(f"--markdown and --junit both name {junit}; fix: give each its own file")
+    for path in (markdown, junit):
+        if path is not None:
+            check_target(path, make_parent=True)
+
+
 def _print_gate(
     result: GateResult, baseline: str, current: str, markdown: Path | None, junit: Path | None
 ) -> None:
@@ -243,9 +253,9 @@ def _print_gate(
     for note in result.notes:
         err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if markdown is not None:
-        _write(markdown, render_markdown(result, baseline, current).encode())
+        write_output(markdown, render_markdown(result, baseline, current).encode(), make_parent=True)
     if junit is not None:
-        _write(junit, junit_xml(result, baseline, current))
+        write_output(junit, junit_xml(result, baseline, current), make_parent=True)
     style = "green" if result.passed else "bold red"
     err_console.print(f"[{style}]{result.summary()}[/]", highlight=False)
 
@@ -286,6 +296,7 @@ def gate(
         strict_quality,
         allow_flops_change,
     )
+    _check_ci_files(markdown, junit)
     accelerators = (baseline_accelerator, current_accelerator)
     result = _compare(baseline, current, settings, baseline_dir, accelerators)
     _print_gate(result, baseline, current, markdown, junit)
@@ -381,11 +392,3 @@ def register(app: typer.Typer) -> None:
     baseline_app.command("save")(baseline_save)
     baseline_app.command("list")(baseline_list)
     app.command()(export)
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None

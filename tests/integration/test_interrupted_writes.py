@@ -1,0 +1,112 @@
+"""Writes cut short where they hurt most: a baseline replaced when a Ctrl-C or a kill lands between its
+two renames, a merge whose output a run fills between the check and the claim, and the gate's CI files on
+a full disk. Each must leave what was there before whole and readable."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reportdata import fake_result, write_run
+
+from hpubench.analysis.runspread import run_to_run_figures
+from hpubench.errors import UsageError
+from hpubench.store import baselines, mergerun, runlock
+from hpubench.store.rundir import ResultStore
+
+
+def _run(path: Path, step_s: float, workload: str = "mlp") -> Path:
+    return write_run(path, [fake_result(workload, "cpu", "cpu", precision="32-true", step_s=step_s)])
+
+
+def _steps(path: Path) -> list[float]:
+    return ResultStore(path).load()[0].step_times_s
+
+
+def _save(run: Path, directory: Path, force: bool = False) -> Path:
+    return baselines.save(run, "main", directory, force=force, spreads_of=run_to_run_figures)
+
+
+def test_a_ctrl_c_between_the_renames_keeps_the_old_baseline(tmp_path: Path, monkeypatch) -> None:
+    directory = tmp_path / "bl"
+    _save(_run(tmp_path / "old", 0.1), directory)
+    before = _steps(directory / "main")
+    real_rename = os.rename
+    calls: list[tuple[str, str]] = []
+
+    def rename_then_interrupt(src, dst):
+        real_rename(src, dst)
+        calls.append((str(src), str(dst)))
+        raise KeyboardInterrupt  # the old copy is aside, the new one not yet in place
+
+    monkeypatch.setattr(os, "rename", rename_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        _save(_run(tmp_path / "new", 0.2), directory, force=True)
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert calls and ".main.old-" in calls[0][1]
+    assert _steps(baselines.resolve("main", directory)) == before
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", "index.json", "main"]
+
+
+def test_a_kill_between_the_renames_is_undone_by_the_next_reader_or_save(tmp_path: Path) -> None:
+    directory = tmp_path / "bl"
+    _save(_run(tmp_path / "old", 0.1), directory)
+    before = _steps(directory / "main")
+    # What a SIGKILL between the renames leaves: the old copy aside, a half-written new one, no baseline.
+    os.rename(directory / "main", directory / ".main.old-4242")
+    (directory / ".main.tmp-4242").mkdir()
+    assert _steps(baselines.resolve("main", directory)) == before
+    assert sorted(p.name for p in directory.iterdir()) == [".lock", "index.json", "main"]
+    os.rename(directory / "main", directory / ".main.old-4243")
+    with pytest.raises(UsageError, match="already exists"):
+        _save(_run(tmp_path / "new", 0.2), directory)  # restored first, so not silently replaced
+    assert _steps(directory / "main") == before
+
+
+def test_a_run_filling_the_merge_output_after_its_check_is_not_overwritten(
+    tmp_path: Path, monkeypatch
+) -> None:
+    a, b = _run(tmp_path / "a", 0.1), _run(tmp_path / "b", 0.2, "gpt")
+    out = tmp_path / "out"
+    real_check = runlock.check_free
+    written: list[list[float]] = []
+
+    def a_run_writes_there_first(path):
+        real_check(path)
+        written.append(_steps(_run(out, 0.3)))  # a run that wrote its records and exited in the window
+
+    monkeypatch.setattr(runlock, "check_free", a_run_writes_there_first)
+    with pytest.raises(UsageError, match="already holds a run"):
+        mergerun.merge_dirs([a, b], out, ["hpubench", "results", "merge"])
+    assert [r.step_times_s for r in ResultStore(out).load()] == written
+    runlock.acquire(out)  # the merge gave its claim up
+    runlock.release(out)
+
+
+def _full_disk_at(limit: int) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--markdown"])
+def test_a_ci_file_that_cannot_be_written_whole_keeps_the_old_one(flag: str, tmp_path: Path) -> None:
+    base = _run(tmp_path / "base", 0.1)
+    kept = tmp_path / "gate.out"
+    kept.write_text("the previous build's file\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "hpubench", "gate", "-b", str(base), "-c", str(base), flag, str(kept)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: _full_disk_at(64),
+    )
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[-1].startswith("error: cannot write") and str(kept) in lines[-1], proc.stderr
+    assert kept.read_text() == "the previous build's file\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
