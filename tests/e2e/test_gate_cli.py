@@ -37,6 +37,14 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "-o", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # The gate leaves out runs whose timing verdict makes them uncomparable (interfered, recompiled,
+    # partial; tests/unit cover that). These tests are about the gate's mechanics, so a busy host's verdict
+    # on this run must not turn them into "insufficient evidence": its runs are marked quiet.
+    recs = [json.loads(line) for line in (out / "cells.jsonl").read_text().splitlines()]
+    for r in recs:
+        if r["status"] == "ok":
+            r.update(quality="ok", quality_reasons=[])
+    (out / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     return out
 
 
