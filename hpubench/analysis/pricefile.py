@@ -204,7 +204,7 @@ def load_tables(path: str | Path, base: Tables | None = None) -> Tables:
         raise UsageError(f"{p}: not UTF-8 text; save the price file as UTF-8") from None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, RecursionError) as e:  # RecursionError: nested past any price file
         raise UsageError(f"{p}: invalid TOML: {' '.join(str(e).split())}; fix the syntax there") from None
 
     where = "top level"

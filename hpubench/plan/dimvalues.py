@@ -217,7 +217,7 @@ def devices_text(text: str) -> object:
         return int_text(text)
     try:
         ids = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         ids = None
     if not isinstance(ids, list) or not all(_is_int(i) for i in ids):
         raise UsageError(f"--devices {text!r} is not a list of device indices; write e.g. --devices '[0,2]'")

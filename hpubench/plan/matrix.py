@@ -260,7 +260,7 @@ def load_matrix_file(path: str | Path) -> MatrixSpec:
         raise UsageError(f"{p}: not UTF-8 text; save the matrix file as UTF-8") from None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, RecursionError) as e:  # RecursionError: nested past any matrix
         msg = " ".join(str(e).split())
         raise UsageError(f"{p}: invalid TOML: {msg}; fix the syntax there") from None
 

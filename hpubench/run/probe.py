@@ -174,7 +174,7 @@ def _load_cache(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

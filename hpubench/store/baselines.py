@@ -105,11 +105,12 @@ def read_index(directory: str | os.PathLike[str] = DEFAULT_DIR) -> dict[str, dic
         data = json.loads(path.read_text())
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise UsageError(
             f"{path} is unreadable ({e}); fix: restore it or delete it (baselines stay)"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("baselines"), dict):
+    entries = data.get("baselines") if isinstance(data, dict) else None
+    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
         raise UsageError(f"{path} is not a baselines index; fix: restore it or delete it")
     return data["baselines"]
 

@@ -36,7 +36,7 @@ def parse_records(path: Path) -> list[CellResult]:
             continue
         try:
             d = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: nested deeper than any record
             raise UsageError(
                 f"{path}:{lineno}: corrupt result record ({e}); fix: delete that line "
                 "(the cell is then re-run with --resume) or write results to a new run directory"

@@ -127,14 +127,14 @@ class ResultStore:
     def read_meta(self) -> dict[str, Any] | None:
         """The run's metadata, or None where none was written yet (a run killed before its first write)."""
         try:
-            text = self.meta_path.read_text()
+            data = self.meta_path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as e:
             raise UsageError(f"cannot read {self.meta_path}: {e.strerror or e}") from None
         try:
-            meta = json.loads(text)
-        except ValueError as e:
+            meta = json.loads(data)
+        except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, or nested deeper than any meta
             raise UsageError(f"{self.meta_path} is not valid JSON ({e}); fix: restore or delete it") from None
         if not isinstance(meta, dict):
             raise UsageError(f"{self.meta_path} is not a JSON object; fix: restore or delete it")

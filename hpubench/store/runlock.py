@@ -45,7 +45,7 @@ def _holder(fd: int) -> str:
     while True:
         try:
             data = json.loads(os.pread(fd, 4096, 0) or b"null")
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             data = None
         if isinstance(data, dict) or time.monotonic() > deadline:
             break

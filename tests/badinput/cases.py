@@ -61,6 +61,7 @@ for flag, values, fragment in [
 ]:
     for v in values:
         add("cli", f"run{flag}={v!r}", [*RUN, "-w", "mlp", flag, v], fragment)
+add("cli", "run --devices nested past the parser", [*RUN, "--devices", "[" * 3000 + "]" * 3000], "--devices")
 
 for v in [
     "noequals",
@@ -232,6 +233,7 @@ MATRIX_FILES: list[tuple[str, str, str]] = [
     ("exclude bad precision", 'workload = "mlp"\n[[exclude]]\nprecision = "fp64"\n', "precision"),
     ("array of tables top", '[[workload]]\nname = "mlp"\n', "workload"),
     ("empty precision list", 'workload = "mlp"\nprecision = []\n', "empty"),
+    ("nested past the parser", "workload = " + "[" * 5000 + "]" * 5000 + "\n", "invalid TOML"),
 ]
 for name, text, fragment in MATRIX_FILES:
     data = text.encode("utf-8", "surrogateescape")
@@ -388,6 +390,8 @@ for name, raw, fragment in [
     ("json null", b"null\n", "not a JSON object"),
     ("binary", b"\xff\xfe\x00\x01\n", "corrupt"),
     ("empty object", b"{}\n", "schema"),
+    ("nested past the parser", b"[" * 100_000 + b"]" * 100_000 + b"\n", "corrupt"),
+    ("object nested past the parser", b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b"\n", "corrupt"),
 ]:
     add(
         "results",
@@ -411,6 +415,18 @@ add(
     "meta.json",
     files={"bad/cells.jsonl": _line(GOOD), "bad/meta.json": "[1]"},
 )
+for name, raw in [("meta not utf8", b"\xff\xfe{}"), ("meta nested past the parser", b"[" * 100_000)]:
+    for cmd in (
+        ["report", "bad", "-o", "r.html"],
+        ["baseline", "save", "bad", "--name", "new", "--dir", "bl"],
+    ):
+        add(
+            "results",
+            f"{cmd[0]} {name}",
+            cmd,
+            "meta.json",
+            files={"bad/cells.jsonl": _line(GOOD), "bad/meta.json": raw},
+        )
 
 # ---- price files (report --prices) -----------------------------------------------------------------------
 PRICE_FILES: list[tuple[str, str, str]] = [
@@ -463,6 +479,7 @@ PRICE_FILES: list[tuple[str, str, str]] = [
         "usd_per_device_hour",
     ),
     ("unknown price key", '[[price]]\nname = "new"\ncost = 1\n', "cost"),
+    ("nested past the parser", "x = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n", "invalid TOML"),
     (
         "estimate string",
         '[[price]]\nname = "new"\naccelerator = "cpu"\nmatch = "x"\nusd_per_device_hour = 1\n'
@@ -513,6 +530,8 @@ for name, files, fragment in [
     ("index list", {"bl/index.json": "[1]"}, "index.json"),
     ("index wrong version", {"bl/index.json": '{"version": 9, "baselines": {}}'}, "index.json"),
     ("index baselines list", {"bl/index.json": '{"version": 1, "baselines": []}'}, "index.json"),
+    ("index entry string", {"bl/index.json": '{"version": 1, "baselines": {"main": "x"}}'}, "index.json"),
+    ("index nested past the parser", {"bl/index.json": "[" * 100_000}, "index.json"),
     (
         "baseline cells spoiled",
         {"bl/main/cells.jsonl": _cells(with_path(GOOD, "step_times_s", "x"))},

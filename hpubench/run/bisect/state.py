@@ -59,7 +59,7 @@ class BisectState:
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(
             f"cannot read {path} ({exc}); fix: give a new --out (or delete it to start over)"
         ) from None

@@ -256,7 +256,7 @@ def read_cached(cache_dir: Path | None, key: str) -> Reference | None:
         return None
     try:
         ref = Reference.from_dict(json.loads(cache_path(cache_dir, key).read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
     return ref if ref.key == key else None
 
