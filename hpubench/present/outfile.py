@@ -21,6 +21,8 @@ from hpubench.store.layout import results_dir_of
 
 def check_suffix(path: Path, known: Sequence[str]) -> None:
     """An output whose suffix names no format of ``known`` (without dots) is an error listing them."""
+    if not path.name:
+        raise UsageError(f"output {str(path)!r} names no file; give a file name, e.g. out.{known[0]}")
     suffix = path.suffix.lower().lstrip(".")
     if suffix not in known:
         shown = f"'.{suffix}'" if suffix else "no suffix"

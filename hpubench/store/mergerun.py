@@ -35,6 +35,13 @@ def _read(path: Path) -> Source:
 
 
 def _check_out(out: Path, inputs: Sequence[Source]) -> None:
+    try:
+        _check_out_path(out, inputs)
+    except OSError as exc:  # a name too long, a parent that is a file: the path itself is unusable
+        raise UsageError(f"-o {out}: {os_error_text(exc)}; fix: give a new directory") from None
+
+
+def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
     real = out.resolve()
     for src in inputs:
         if Path(src.path).resolve() == real:

@@ -114,6 +114,20 @@ def _short(v: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _check_runtime(runtime: Mapping[str, Any]) -> None:
+    """The runtime facts every table and report shows as text or counts; the rest is kept as written."""
+    for name in ("accelerator", "device_name", "strategy", "mode_requested", "mode_in_force", "timing"):
+        _str(runtime, name, "runtime.", optional=True)
+    for name in ("device_index", "world_size", "batch_size"):
+        _int(runtime, name, "runtime.", 0, optional=True)
+
+
+def _check_memory(memory: Mapping[str, Any]) -> None:
+    _str(memory, "source", "memory.", optional=True)
+    for name in ("peak_allocated_bytes", "in_use_bytes", "limit_bytes", "num_allocs", "num_frees"):
+        _int(memory, name, "memory.", 0, optional=True)
+
+
 def _check_cell(cell: object) -> None:
     if not isinstance(cell, Mapping):
         raise RecordError("cell", f"must be an object, got {_short(cell)}")
@@ -195,6 +209,9 @@ def check_record(d: Mapping[str, Any]) -> None:
     for name in ("memory", "telemetry", "loader", "profile", "phases"):
         if d.get(name) is not None and not isinstance(d[name], Mapping):
             raise RecordError(name, f"must be an object, got {_short(d[name])}")
+    _check_runtime(d.get("runtime") or {})
+    if d.get("memory") is not None:
+        _check_memory(d["memory"])
     timeline = d.get("memory_timeline")
     if timeline is not None and (
         not isinstance(timeline, (list, tuple)) or not all(isinstance(x, Mapping) for x in timeline)

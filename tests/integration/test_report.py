@@ -307,3 +307,10 @@ def test_output_into_a_missing_directory(hw_runs, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["report", str(hw_runs["gaudi"]), "-o", str(tmp_path / "no" / "r.html")])
     assert e.value.code == 2 and "does not exist; create it first" in capsys.readouterr().err
+
+
+def test_a_price_too_small_to_cost_anything_reads_as_no_cost_ratio(tmp_path):
+    # 5e-324 $/h: every cost underflows to 0, so no machine's cost can be compared with the cheapest's.
+    run = write_run(tmp_path / "g2", [fake_result("bert", "hpu", "GAUDI2", tokens_per_sample=128)])
+    html = _report(str(run), "-o", str(tmp_path / "r.html"), "--price-here", "5e-324")
+    assert '<span class="ratio-bar cost">' not in html and "<td>–</td>" in html
