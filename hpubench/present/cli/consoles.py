@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the record's modules are not loaded on start
 def piped_width() -> int:
     """Piped output (CI logs, files) is 240 columns wide, not rich's 80, so keys stay whole; COLUMNS wins."""
     raw = os.environ.get("COLUMNS", "")
-    return int(raw) if raw.isdigit() and int(raw) >= 40 else 240
+    wide = raw.isascii() and raw.isdigit()  # "²" is a digit to str.isdigit, not to int()
+    return int(raw) if wide and int(raw) >= 40 else 240
 
 
 # emoji=False: names print as written ("hf:llama: tiny" must not become a llama emoji).
