@@ -197,7 +197,14 @@ def check_out_dir(out: Path, resume: bool) -> None:
     runlock.check_free(out)  # a live run is named as such, not as "already holds a run"
     _refuse_existing(out, resume)
     runlock.acquire(out)
-    _refuse_existing(out, resume)
+    try:
+        _refuse_existing(out, resume)
+        if resume and ResultStore(out).exists():  # records a resume cannot read are refused now, not mid-run
+            ResultStore(out).load()
+            ResultStore(out).read_meta()
+    except UsageError:
+        runlock.abandon(out)
+        raise
 
 
 def abandon_out_dir(out: Path) -> None:

@@ -408,6 +408,13 @@ for name, raw, fragment in [
         fragment,
         files={"bad/cells.jsonl": _line(GOOD) + raw},
     )
+# A resume reads the run it continues before it writes anything there.
+for name, files, fragment in [
+    ("cells corrupt", {"o/cells.jsonl": b"garbage\n"}, "corrupt"),
+    ("meta corrupt", {"o/meta.json": "{"}, "meta.json"),
+    ("cells spoiled", {"o/cells.jsonl": _cells(with_path(GOOD, "step_times_s", "x"))}, "step_times_s"),
+]:
+    add("results", f"run --resume {name}", [*RUN, "-w", "mlp", "--resume"], fragment, files=files)
 add("results", "no cells.jsonl in dir", ["results", "empty"], "cells.jsonl", files={"empty/meta.json": "{}"})
 add(
     "results",
