@@ -108,6 +108,8 @@ def shard_from_env(environ: Mapping[str, str]) -> Shard | None:
         raise UsageError(
             f"{SLURM_COUNT}={count}, {SLURM_STEP}={step}: not a job array; fix: give --shard K/N"
         )
+    if count > MAX_SHARDS:
+        raise UsageError(f"{SLURM_COUNT}={count}: more than {MAX_SHARDS} shards; fix: give --shard K/N")
     if last != first + (count - 1) * step:
         raise UsageError(
             f"the job array's ids ({first}..{last}, {count} tasks) are a list with gaps, which cannot be "

@@ -64,6 +64,7 @@ def test_every_task_of_an_array_gets_its_own_shard() -> None:
         ({**_env(1, 3, 0), "SLURM_ARRAY_TASK_MAX": "9"}, "gaps"),  # --array=0,1,9
         ({**_env(1, 3, 0, step=2)}, "outside the array"),  # id 1 is not in 0,2,4
         ({**_env(0, 3, 0), "SLURM_ARRAY_TASK_COUNT": "0"}, "not a job array"),
+        ({**_env(1, 10**20, 0)}, "more than 100000 shards"),
     ],
 )
 def test_bad_slurm_environment(env: dict[str, str], fragment: str) -> None:
