@@ -49,6 +49,8 @@ def check_name(name: str) -> str:
         raise UsageError(
             f"baseline name {name!r} is not usable; use letters, digits, '.', '_' or '-' (e.g. main, v1.2)"
         )
+    if name == INDEX_FILE:  # a baseline of that name would be renamed over the index
+        raise UsageError(f"baseline name {name!r} is the index's own file name; fix: choose another name")
     return name
 
 
@@ -135,6 +137,7 @@ def save(
     directory = Path(directory)
     target = directory / name
     with _locked(directory):
+        read_index(directory)  # an index that cannot be read refuses the save before anything is written
         _restore_interrupted(directory, name)
         if target.exists() and not force:
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")

@@ -567,6 +567,19 @@ add(
     "nosuch",
 )
 add("baseline", "dir is a file", ["baseline", "list", "--dir", "keep.txt"], "keep.txt")
+add(
+    "baseline",
+    "name is the index",
+    ["baseline", "save", "run", "--name", "index.json", "--dir", "bl"],
+    "index",
+)
+add(
+    "baseline",
+    "save beside an unreadable index",
+    ["baseline", "save", "run", "--name", "new", "--dir", "bl"],
+    "index.json",
+    files={"bl/index.json": "{oops"},
+)
 add("baseline", "save over existing", ["baseline", "save", "run", "--name", "main", "--dir", "bl"], "--force")
 
 # ---- environment variables ---------------------------------------------------------------------
