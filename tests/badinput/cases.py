@@ -570,8 +570,8 @@ add("baseline", "dir is a file", ["baseline", "list", "--dir", "keep.txt"], "kee
 add(
     "baseline",
     "name is the index",
-    ["baseline", "save", "run", "--name", "index.json", "--dir", "bl"],
-    "index",
+    ["baseline", "save", "run", "--name", "index.json", "--dir", "bl", "--force"],
+    "the index's own file name",
 )
 add(
     "baseline",
