@@ -147,6 +147,7 @@ for cmd, fragment in [
     (["export", "run", "-o", ""], "names no file"),
     (["history", "run", "-o", ""], "names no file"),
     (["results", "merge", "run", "-o", "x" * 300], "too long"),
+    (["results", "merge", "run", "-o", ""], "--out is empty"),
     (["export", "no_such"], "no_such"),
     (["export", "run", "--format", "junit"], "--format"),
     (["baseline", "save", "no_such", "--name", "x"], "no_such"),

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from hpubench.errors import UsageError
+from hpubench.plan.cliparse import out_dir
 from hpubench.present.cli.consoles import err_console, out_console, print_observations, print_tuning
 from hpubench.present.cli.options import WideOpt
 
@@ -76,7 +77,7 @@ def show(
 
 def merge(
     paths: Annotated[list[Path], typer.Argument(help="Run directories to merge (e.g. every shard's).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The new run directory to write.")],
+    out: Annotated[str, typer.Option("--out", "-o", help="The new run directory to write.")],
 ) -> None:
     """Merge run directories (the shards of 'run --shard K/N') into one new run directory.
 
@@ -86,7 +87,9 @@ def merge(
     # deferred, as every command's work: the record modules (about 40 ms) load only when used
     from hpubench.store.mergerun import merge_dirs
 
-    merged = merge_dirs(paths, out, ["hpubench", *sys.argv[1:]])
+    target = out_dir(out)  # refuses an empty -o, which would write the run into the current directory
+    assert target is not None  # -o is required
+    merged = merge_dirs(paths, target, ["hpubench", *sys.argv[1:]])
     cells = len({r.key for r in merged.records})
     hosts = merged.meta["merged"]["hosts"]
     out_console.print(
