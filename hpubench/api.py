@@ -199,9 +199,10 @@ def check_out_dir(out: Path, resume: bool) -> None:
     runlock.acquire(out)
     try:
         _refuse_existing(out, resume)
-        if resume and ResultStore(out).exists():  # records a resume cannot read are refused now, not mid-run
-            ResultStore(out).load()
-            ResultStore(out).read_meta()
+        store = ResultStore(out)
+        if resume and store.exists():  # records a resume cannot read are refused now, not mid-run
+            store.load()
+            store.read_meta()
     except UsageError:
         runlock.abandon(out)
         raise

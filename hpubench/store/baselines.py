@@ -137,7 +137,7 @@ def save(
     directory = Path(directory)
     target = directory / name
     with _locked(directory):
-        read_index(directory)  # an index that cannot be read refuses the save before anything is written
+        index = read_index(directory)  # one that cannot be read refuses the save before anything is written
         _restore_interrupted(directory, name)
         if target.exists() and not force:
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
@@ -171,7 +171,6 @@ def save(
                 f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
                 "fix: free space or give a writable --dir"
             ) from None
-        index = read_index(directory)
         git = meta.get("git") or {}
         index[name] = {
             "saved_at": saved_at,
@@ -212,11 +211,12 @@ def resolve(ref: str | os.PathLike[str], directory: str | os.PathLike[str] = DEF
         return path
     text = str(ref)
     candidate = Path(directory) / text
-    if _NAME_RE.fullmatch(text) and not candidate.exists() and any(Path(directory).glob(f".{text}.old-*")):
-        with _locked(Path(directory)):
-            _restore_interrupted(Path(directory), text)
-    if _NAME_RE.fullmatch(text) and (candidate / CELLS_FILE).is_file():
-        return candidate
+    if _NAME_RE.fullmatch(text):
+        if not candidate.exists() and any(Path(directory).glob(f".{text}.old-*")):
+            with _locked(Path(directory)):
+                _restore_interrupted(Path(directory), text)
+        if (candidate / CELLS_FILE).is_file():
+            return candidate
     known = sorted(read_index(directory)) if Path(directory).is_dir() else []
     listing = f" (saved: {', '.join(known)})" if known else ""
     raise UsageError(

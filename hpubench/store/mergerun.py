@@ -62,9 +62,11 @@ def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:
     _check_out(out, sources)
     runlock.check_free(out)
     runlock.acquire(out)
-    if ResultStore(out).exists():  # a run that wrote there and exited between the check and the claim
-        runlock.release(out)
-        raise UsageError(f"-o {out} already holds a run; fix: merge into a new directory")
+    try:
+        _check_out(out, sources)  # again: a run may have written there between the check and the claim
+    except UsageError:
+        runlock.abandon(out)
+        raise
     try:
         _write(out, merged, sources)
     except (OSError, WriteFailed) as exc:
