@@ -15,6 +15,19 @@ def good_record() -> dict[str, Any]:
     return json.loads(record_line(fake_result("mlp", "cpu", "Test CPU", precision="32-true")))
 
 
+GOOD = good_record()
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    """``record`` as one line of a cells.jsonl."""
+    return json.dumps(record).encode() + b"\n"
+
+
+def cells_with(record: dict[str, Any]) -> bytes:
+    """A cells.jsonl of the good record followed by ``record``."""
+    return json_line(GOOD) + json_line(record)
+
+
 def write_run(run_dir: Path, records: list[dict[str, Any]], raw_tail: bytes = b"") -> Path:
     """A run directory whose cells.jsonl holds ``records`` (one JSON line each) and ``raw_tail``."""
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The bad-input table (tests/badinput/cases.py): each case exits 2 (or its documented code) with exactly
+"""The bad-input table (tests/badinput/cases/): each case exits 2 (or its documented code) with exactly
 one line on stderr naming the problem, no traceback, no worker started, and every file that was there
 before the call byte-identical after it (and no new file)."""
 
@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 import hpubench.api
-from tests.badinput.cases import CASES, GOOD, Case
+from tests.badinput.cases import CASES, Case
 from tests.badinput.clirun import assert_one_line, run_in_process, snapshot
+from tests.badinput.records import GOOD, json_line
 
 ENV_NAMES = sorted({name for c in CASES for name in c.env} | {"OMP_NUM_THREADS"})
 
@@ -21,9 +22,7 @@ def template(tmp_path_factory):
     root = tmp_path_factory.mktemp("badinput-template")
     (root / "keep.txt").write_text("present before the call\n")
     (root / "run").mkdir()
-    from tests.badinput.cases import _line
-
-    (root / "run" / "cells.jsonl").write_bytes(_line(GOOD))
+    (root / "run" / "cells.jsonl").write_bytes(json_line(GOOD))
     saved = run_in_process("baseline", "save", str(root / "run"), "--name", "main", "--dir", str(root / "bl"))
     assert saved.code == 0, saved.stderr
     return root
