@@ -22,6 +22,7 @@ from typing import Any
 
 from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, MODES
 from hpubench.precision import spec as precisions
+from hpubench.store.runtimeinfo import field_kinds
 
 REQUIRED_CELL_FIELDS: tuple[str, ...] = FIRST_RELEASE_DIMENSIONS
 # Metrics whose value may legitimately be NaN or infinite: a loss that diverged is a fact to record.
@@ -42,6 +43,14 @@ _METRIC_FLOATS = (
     "loss_last",
 )
 _METRIC_OPT_FLOATS = ("tokens_per_s", "achieved_tflops", "peak_tflops", "mfu")
+# Divisors of every ratio, cost and chart: a measured step takes time and trains samples, so 0 is damage.
+_METRIC_POSITIVE = frozenset({"samples_per_s", "step_time_mean_s", "step_time_p50_s"})
+# Longer than any step (11.6 days), and small enough that sums and squares of a run's steps stay finite.
+MAX_STEP_S = 1e6
+# Every count and byte figure fits a signed 64-bit integer, as other tools reading the JSON expect; a
+# larger one overflows the float arithmetic of every table.
+MAX_INT = 2**63 - 1
+RUNTIME_KINDS = field_kinds()
 
 
 class RecordError(ValueError):
@@ -65,8 +74,8 @@ def _int(d: Mapping[str, Any], name: str, where: str, low: int, optional: bool =
     v = d.get(name)
     if v is None and optional:
         return
-    if not _is_int(v) or v < low:
-        raise RecordError(f"{where}{name}", f"must be a whole number >= {low}, got {v!r}")
+    if not _is_int(v) or not low <= v <= MAX_INT:
+        raise RecordError(f"{where}{name}", f"must be a whole number >= {low} and < 2**63, got {_short(v)}")
 
 
 def _float(d: Mapping[str, Any], name: str, where: str, optional: bool = False) -> None:
@@ -75,7 +84,11 @@ def _float(d: Mapping[str, Any], name: str, where: str, optional: bool = False) 
         return
     if not _is_number(v):
         raise RecordError(f"{where}{name}", f"must be a number, got {v!r}")
-    if name not in _ANY_FLOAT and (not math.isfinite(v) or v < 0):
+    if name in _ANY_FLOAT:
+        return
+    if name in _METRIC_POSITIVE and not (math.isfinite(v) and v > 0):
+        raise RecordError(f"{where}{name}", f"must be a finite number > 0, got {v!r}")
+    if not math.isfinite(v) or v < 0:
         raise RecordError(f"{where}{name}", f"must be a finite number >= 0, got {v!r}")
 
 
@@ -94,8 +107,10 @@ def _times(d: Mapping[str, Any], name: str) -> None:
     if not isinstance(v, (list, tuple)):
         raise RecordError(name, f"must be a list of seconds, got {type(v).__name__} {_short(v)}")
     for i, x in enumerate(v):
-        if not _is_number(x) or not math.isfinite(x) or x < 0:
-            raise RecordError(f"{name}[{i}]", f"must be a finite number of seconds >= 0, got {x!r}")
+        if not _is_number(x) or not 0 < x <= MAX_STEP_S:
+            raise RecordError(
+                f"{name}[{i}]", f"must be a number of seconds > 0 and <= {MAX_STEP_S:g}, got {x!r}"
+            )
 
 
 def _interval(d: Mapping[str, Any], name: str, optional: bool) -> None:
@@ -115,11 +130,18 @@ def _short(v: object) -> str:
 
 
 def _check_runtime(runtime: Mapping[str, Any]) -> None:
-    """The runtime facts every table and report shows as text or counts; the rest is kept as written."""
-    for name in ("accelerator", "device_name", "strategy", "mode_requested", "mode_in_force", "timing"):
-        _str(runtime, name, "runtime.", optional=True)
-    for name in ("device_index", "world_size", "batch_size"):
-        _int(runtime, name, "runtime.", 0, optional=True)
+    """Each fact RuntimeInfo declares, of its declared kind; keys it does not know are kept as written."""
+    for name, kind in RUNTIME_KINDS.items():
+        if kind == "str":
+            _str(runtime, name, "runtime.", optional=True)
+        elif kind == "int":
+            _int(runtime, name, "runtime.", 0, optional=True)
+        elif kind == "float":
+            v = runtime.get(name)
+            if v is not None and not (_is_number(v) and math.isfinite(v)):
+                raise RecordError(f"runtime.{name}", f"must be a finite number, got {_short(v)}")
+        elif runtime.get(name) is not None and not isinstance(runtime[name], Mapping):
+            raise RecordError(f"runtime.{name}", f"must be an object, got {_short(runtime[name])}")
 
 
 def _check_memory(memory: Mapping[str, Any]) -> None:
@@ -171,7 +193,7 @@ def _check_metrics(m: object) -> None:
     if not isinstance(m, Mapping):
         raise RecordError("metrics", f"must be an object, got {_short(m)}")
     for name in _METRIC_INTS:
-        _int(m, name, "metrics.", 0)
+        _int(m, name, "metrics.", 1 if name == "samples_per_step" else 0)
     for name in _METRIC_OPT_INTS:
         _int(m, name, "metrics.", 0, optional=True)
     for name in _METRIC_FLOATS:

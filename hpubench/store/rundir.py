@@ -19,6 +19,7 @@ from typing import Any
 
 from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store.layout import CELLS_FILE, LOGS_DIR, META_FILE
+from hpubench.store.metacheck import MetaError, check_meta
 from hpubench.store.readback import latest_per_key, parse_records
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, CellResult
 
@@ -138,6 +139,13 @@ class ResultStore:
             raise UsageError(f"{self.meta_path} is not valid JSON ({e}); fix: restore or delete it") from None
         if not isinstance(meta, dict):
             raise UsageError(f"{self.meta_path} is not a JSON object; fix: restore or delete it")
+        try:
+            check_meta(meta)
+        except MetaError as e:
+            raise UsageError(
+                f"{self.meta_path}: {e}; fix: correct that field, or delete the file (the records stay "
+                "readable without it)"
+            ) from None
         return meta
 
     def append(self, result: CellResult) -> None:

@@ -120,3 +120,9 @@ class RuntimeInfo(Mapping[str, Any]):
 # In declaration order: a record's runtime object lists its facts the same way in every process (a set
 # iterated in hash order did not).
 _FIELDS = tuple(f.name for f in fields(RuntimeInfo) if f.name != "extra")
+
+
+def field_kinds() -> dict[str, str]:
+    """Each fact's JSON kind (``str``, ``int``, ``float`` or ``Facts``, an object), from the declaration
+    above: what :mod:`hpubench.store.recordcheck` checks a record's runtime against."""
+    return {f.name: str(f.type).split(" | ")[0] for f in fields(RuntimeInfo) if f.name != "extra"}

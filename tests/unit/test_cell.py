@@ -7,7 +7,8 @@ from hpubench.plan import dimensions
 from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, Cell
 from hpubench.store.record import CellResult, Metrics
-from hpubench.store.recordcheck import RecordError, check_record
+from hpubench.store.recordcheck import MAX_STEP_S, RecordError, check_record
+from tests.badinput.records import good_record, with_path
 
 
 def test_key_is_stable_and_leaves_out_step_counts():
@@ -122,3 +123,25 @@ def test_every_dimension_is_a_cell_field_and_only_the_first_releases_are_require
         else:
             check_record({"cell": cell, "status": "ok"})
             assert getattr(Cell.from_dict(cell), name) == getattr(Cell(workload="mlp"), name)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        ("step_times_s", [0.1, 0.0], "step_times_s[1]"),
+        ("step_times_s", [0.1, 1e308], "step_times_s[1]"),
+        ("warmup_times_s", [0.0], "warmup_times_s[0]"),
+        ("metrics.samples_per_s", 0.0, "metrics.samples_per_s"),
+        ("metrics.step_time_mean_s", 0.0, "metrics.step_time_mean_s"),
+        ("metrics.step_time_p50_s", 0.0, "metrics.step_time_p50_s"),
+        ("metrics.samples_per_step", 0, "metrics.samples_per_step"),
+    ],
+)
+def test_values_readers_divide_by_are_refused(path: str, value: object, field: str) -> None:
+    """A record the statistics cannot use (a zero divisor, a sum that overflows) is refused where it is
+    read, not left to crash report, compare or gate; the largest plausible step still reads."""
+    record = good_record()
+    check_record(with_path(record, "step_times_s", [MAX_STEP_S, 1e-9]))
+    with pytest.raises(RecordError) as caught:
+        check_record(with_path(record, path, value))
+    assert caught.value.field == field

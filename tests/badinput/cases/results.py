@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.badinput.cases.table import RUN, add
 from tests.badinput.records import GOOD, cells_with, json_line, with_path
 
@@ -104,6 +106,23 @@ SPOILED: list[tuple[str, object, str]] = [
     ("schema", 0, "schema"),
     ("schema", "1", "schema"),
     ("schema", ..., "schema"),
+    # Values no writer produces that every ratio, cost or sum divides by or overflows on.
+    ("step_times_s", [0.1, 0.0], "step_times_s[1]"),
+    ("step_times_s", [0.0] * 12, "step_times_s[0]"),
+    ("step_times_s", [1e308] * 12, "step_times_s[0]"),
+    ("warmup_times_s", [0.0, 0.1], "warmup_times_s[0]"),
+    ("metrics.samples_per_s", 0.0, "samples_per_s"),
+    ("metrics.samples_per_step", 0, "samples_per_step"),
+    ("metrics.step_time_mean_s", 0.0, "step_time_mean_s"),
+    ("metrics.step_time_p50_s", 0.0, "step_time_p50_s"),
+    # The runtime facts RuntimeInfo declares, each of its kind; integers that fit 64 bits.
+    ("runtime.threads", "x", "runtime.threads"),
+    ("runtime.heap", [1], "runtime.heap"),
+    ("runtime.interference", "x", "runtime.interference"),
+    ("runtime.compiles_measured", -1, "runtime.compiles_measured"),
+    ("runtime.steps_stop", 3, "runtime.steps_stop"),
+    ("memory.peak_allocated_bytes", 2**64, "memory.peak_allocated_bytes"),
+    ("metrics.flops_per_step", 10**400, "flops_per_step"),
 ]
 
 
@@ -184,6 +203,37 @@ for name, raw in [("meta not utf8", b"\xff\xfe{}"), ("meta nested past the parse
             "meta.json",
             files={"bad/cells.jsonl": json_line(GOOD), "bad/meta.json": raw},
         )
+# meta.json fields the readers use (hpubench.store.metacheck): each command that reads the meta refuses it.
+META_FIELDS: list[tuple[str, object, str]] = [
+    ("git", "abc", "field git:"),
+    ("git", {"commit": 5}, "git.commit"),
+    ("git", {"dirty": "yes"}, "git.dirty"),
+    ("started_at", 5, "started_at"),
+    ("cwd", 5, "cwd"),
+    ("hostname", ["a"], "hostname"),
+    ("command_line", "run -w mlp", "command_line"),
+    ("cpu_count", "x", "cpu_count"),
+    ("baseline", {"name": 3}, "baseline.name"),
+    ("run_to_run", [1], "run_to_run"),
+    ("run_to_run", {"k": {"runs": "y"}}, "runs"),
+    ("run_to_run", {"k": {"median": "x", "runs": 3}}, "median"),
+    ("shard", {"index": "a"}, "shard.index"),
+    ("shard", {"index": 1, "count": 2, "partition": [1]}, "shard.partition"),
+    ("merged", {"hosts": "abc"}, "merged.hosts"),
+    ("inventory", [1], "inventory"),
+]
+META_READERS = [
+    ["report", "bad", "-o", "r.html"],
+    ["baseline", "save", "bad", "--name", "new", "--dir", "bl"],
+    ["export", "bad", "-o", "e.json"],
+    ["gate", "--baseline", "bad", "--current", "run"],
+    ["history", "bad", "run", "--dir", "bl", "-o", "h.html"],
+    ["results", "merge", "bad", "run", "-o", "m"],
+]
+for i, (name, value, fragment) in enumerate(META_FIELDS):
+    cmd = META_READERS[i % len(META_READERS)]
+    files = {"bad/cells.jsonl": json_line(GOOD), "bad/meta.json": json.dumps({name: value})}
+    add("results", f"{' '.join(cmd[:2])} meta {name}={value!r}"[:80], cmd, fragment, files=files)
 
 # results merge (hpubench.store.mergerun): inputs must be run directories, the output a new directory.
 for args, fragment in [
