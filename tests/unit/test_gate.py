@@ -28,6 +28,7 @@ from hpubench.analysis.gate.outcomes import (
     STILL_FAILING,
 )
 from hpubench.analysis.gate.rules import (
+    MIN_ALPHA,
     GateSettings,
     permutation_test_can_decide,
     runs_needed_for_permutation_test,
@@ -438,6 +439,11 @@ def test_auto_permutes_only_where_it_can_reach_the_corrected_alpha() -> None:
     assert runs_needed_for_permutation_test(0.01, 2) == 5  # 1/C(10,5) = 0.0040 <= 0.005 < 1/C(8,4)
     assert runs_needed_for_permutation_test(0.01, 3) == 6  # 1/C(12,6) = 0.0011 <= 0.0033 < 1/C(10,5)
     assert runs_needed_for_permutation_test(0.01, 200) == 9  # 1/C(18,9) = 2.1e-5 <= 5e-5 < 1/C(16,8)
+    # Past EXACT_PERMUTATIONS relabellings the p-value is drawn, and never falls below 1/(draws + 1): at
+    # alpha 0.01 over 2,000 cells no run count can decide, and the answer says so instead of searching on.
+    assert runs_needed_for_permutation_test(0.01, 1000) == 10
+    assert runs_needed_for_permutation_test(0.01, 2000) is None
+    assert runs_needed_for_permutation_test(MIN_ALPHA, 1) is None
     assert not permutation_test_can_decide(5, 5, 0.01, 3) and permutation_test_can_decide(5, 6, 0.01, 3)
     rng = np.random.default_rng(31)
     few = gate(make_side(rng, CELLS, repeats=5), make_side(rng, CELLS, repeats=5))
@@ -451,6 +457,18 @@ def test_auto_permutes_only_where_it_can_reach_the_corrected_alpha() -> None:
     six = make_side(rng, CELLS, repeats=6), make_side(rng, CELLS, repeats=6)
     welch = gate(*six, GateSettings(test="welch"))
     assert all("Welch" in v.throughput.detail for v in welch.cells) and not welch.notes
+
+
+def test_at_an_alpha_no_run_count_reaches_the_gate_says_so_and_ends() -> None:
+    rng = np.random.default_rng(33)
+    strict = GateSettings(alpha=MIN_ALPHA)
+    result = gate(make_side(rng, CELLS, repeats=5), make_side(rng, CELLS, repeats=5), strict)
+    (note,) = [n for n in result.notes if "too few runs for the permutation test" in n]
+    assert "no run count reaches alpha 1e-06" in note and note.endswith(
+        "gate fewer cells at once or raise --alpha"
+    )
+    with pytest.raises(UsageError, match="at least 1e-06"):
+        GateSettings(alpha=MIN_ALPHA / 10)
 
 
 def test_a_note_says_when_one_side_was_measured_wholly_before_the_other() -> None:

@@ -115,6 +115,18 @@ def _measured_apart(base: Sequence[CellRuns], cur: Sequence[CellRuns]) -> str | 
     )
 
 
+def _runs_needed(need: int | None, cells: int, alpha: float) -> str:
+    if need is None:
+        return f"no run count reaches alpha {alpha:g} split over {cells} cell(s)"
+    return f"{need} per side needed for {cells} cell(s) at alpha {alpha:g}"
+
+
+def _repeat_advice(need: int | None) -> str:
+    if need is None:
+        return "gate fewer cells at once or raise --alpha"
+    return f"run with --repeat {need} or more"
+
+
 def gate_notes(
     changes: dict[str, Change],
     b_map: dict[str, CellRuns],
@@ -146,9 +158,9 @@ def gate_notes(
     )
     if few and s.test == "auto":
         notes.append(
-            f"{few} of {len(tested)} tested cell(s) had too few runs for the permutation test ({need} per "
-            f"side needed for {len(tested)} cell(s) at alpha {s.alpha:g}), so a Welch t test was used, which "
-            f"one run slowed as a whole can blind; run with --repeat {need} or more"
+            f"{few} of {len(tested)} tested cell(s) had too few runs for the permutation test "
+            f"({_runs_needed(need, len(tested), s.alpha)}), so a Welch t test was used, which one run slowed "
+            f"as a whole can blind; {_repeat_advice(need)}"
         )
     weak = sum(
         "permutation" in t.method
@@ -157,8 +169,9 @@ def gate_notes(
     )
     if weak:
         notes.append(
-            f"{weak} cell(s) were permutation-tested with too few runs to ever reach significance ({need} "
-            f"per side needed): they cannot fail the gate on throughput; run with --repeat {need} or more"
+            f"{weak} cell(s) were permutation-tested with too few runs to ever reach significance "
+            f"({_runs_needed(need, len(tested), s.alpha)}): they cannot fail the gate on throughput; "
+            f"{_repeat_advice(need)}"
         )
     apart = _measured_apart([b_map[k] for k in changes], [c_map[k] for k in changes])
     if apart:

@@ -13,12 +13,15 @@ from dataclasses import dataclass
 from hpubench.analysis.stats.correction import CORRECTIONS
 from hpubench.analysis.stats.estimator import TESTS, estimator_name
 from hpubench.analysis.stats.locations import LOCATIONS
-from hpubench.analysis.stats.ratiotests import smallest_permutation_pvalue
+from hpubench.analysis.stats.ratiotests import RANDOM_PERMUTATIONS, smallest_permutation_pvalue
 from hpubench.errors import UsageError
 
 MISSING_POLICIES: tuple[str, ...] = ("fail", "ignore")
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.01
+# Below this the intervals' quantiles run into float's resolution (1 - alpha/2 rounds to 1 near 1e-16),
+# and no gate needs fewer than one false alarm in a million.
+MIN_ALPHA = 1e-6
 DEFAULT_MEMORY_FLOOR_BYTES = 1 << 20
 MIN_RSS_RUNS = 3  # runs a side before a process RSS growth can fail (see gateverdicts._memory_verdict)
 
@@ -55,8 +58,8 @@ class GateSettings:
             raise UsageError(
                 f"memory floor must be a whole number of bytes >= 0, got {self.memory_floor_bytes}"
             )
-        if not 0 < self.alpha < 1:
-            raise UsageError(f"alpha must be strictly between 0 and 1, e.g. 0.01, got {self.alpha}")
+        if not MIN_ALPHA <= self.alpha < 1:
+            raise UsageError(f"alpha must be at least {MIN_ALPHA:g} and below 1, e.g. 0.01, got {self.alpha}")
         if not 0 < self.confidence < 1:
             raise UsageError(f"confidence must be strictly between 0 and 1, got {self.confidence}")
         if self.correction not in CORRECTIONS:
@@ -76,8 +79,11 @@ def permutation_test_can_decide(n_base: int, n_cur: int, alpha: float, tests: in
     return smallest_permutation_pvalue(n_base, n_cur) <= alpha / max(1, tests)
 
 
-def runs_needed_for_permutation_test(alpha: float, tests: int) -> int:
-    """The fewest runs per side (the same on both) with which the permutation test can decide."""
+def runs_needed_for_permutation_test(alpha: float, tests: int) -> int | None:
+    """The fewest runs per side (the same on both) with which the permutation test can decide; None where
+    no run count can, because alpha / tests is below the floor of its drawn relabellings."""
+    if alpha / max(1, tests) < 1.0 / (RANDOM_PERMUTATIONS + 1):  # past EXACT_PERMUTATIONS, p is drawn
+        return None
     r = 2
     while not permutation_test_can_decide(r, r, alpha, tests):
         r += 1

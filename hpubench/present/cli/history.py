@@ -69,8 +69,8 @@ def register(app: typer.Typer) -> None:
         check_suffix(out, ("html", "htm"))
         check_target(out)
         thresholds = parse_thresholds(max_regression)
-        if not 0 < alpha < 1:
-            raise UsageError(f"--alpha must be between 0 and 1, got {alpha}")
+        if not gaterules.MIN_ALPHA <= alpha < 1:
+            raise UsageError(f"--alpha must be at least {gaterules.MIN_ALPHA:g} and below 1, got {alpha}")
         if order not in history_mod.ORDERS:
             raise UsageError(f"--order must be one of {', '.join(history_mod.ORDERS)}, got {order!r}")
         settings = gaterules.GateSettings(

@@ -57,5 +57,6 @@ for args, fragment in [
     (["history", "--dir", "bl", "-o", "run/h.html"], "inside the results directory"),
     (["history", "--dir", "bl", "--max-regression", "lots", "-o", "h.html"], "--max-regression"),
     (["history", "--dir", "bl", "--alpha", "2", "-o", "h.html"], "--alpha"),
+    (["history", "--dir", "bl", "--alpha", "1e-300", "-o", "h.html"], "at least 1e-06"),
 ]:
     add("baseline", " ".join(args), args, fragment)
