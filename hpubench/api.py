@@ -54,15 +54,11 @@ def resolve_spec(matrix_arg: str | None, overrides: dict[str, Any]) -> matrix.Ma
     return matrix.spec_from_options(base=base, **overrides)
 
 
-def open_launcher(
-    workloads_from: Sequence[Path] | None, isolation: str = "fork", cluster: cluster.ClusterEnv | None = None
-) -> Launcher:
-    """The launcher the CLI's commands run and detect with, after checking every ``--workloads-from`` path.
-
-    The one place the CLI makes a launcher (tests replace it to prove bad input never reaches one).
-    """
-    files = [str(p) for p in workloads_from or []]
-    for f in files:
+def check_workload_files(workloads_from: Sequence[Path] | None) -> None:
+    """Refuse a ``--workloads-from`` path that is neither a Python file nor a transformers model directory;
+    ``run`` checks before it claims its run directory, so the refusal leaves nothing behind."""
+    for p in workloads_from or []:
+        f = str(p)
         if is_lightning_source(f):
             continue  # checked where the flag was read (hpubench.plan.modeldirs.lightning_source)
         if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
@@ -70,7 +66,19 @@ def open_launcher(
                 f"workload file {f!r} does not exist; fix the path given to --workloads-from "
                 "(a Python file, or a directory holding a transformers config.json)"
             )
-    return Launcher(workload_files=files, isolation=isolation, cluster=cluster)
+
+
+def open_launcher(
+    workloads_from: Sequence[Path] | None, isolation: str = "fork", cluster: cluster.ClusterEnv | None = None
+) -> Launcher:
+    """The launcher the CLI's commands run and detect with, after checking every ``--workloads-from`` path.
+
+    The one place the CLI makes a launcher (tests replace it to prove bad input never reaches one).
+    """
+    check_workload_files(workloads_from)
+    return Launcher(
+        workload_files=[str(p) for p in workloads_from or []], isolation=isolation, cluster=cluster
+    )
 
 
 @dataclass(frozen=True)
@@ -194,8 +202,11 @@ def check_out_dir(out: Path, resume: bool) -> None:
     held until this process ends), then checked again: a run that ended between the two would otherwise
     be mixed into. Every refusal happens before anything is written.
     """
-    runlock.check_free(out)  # a live run is named as such, not as "already holds a run"
-    _refuse_existing(out, resume)
+    try:
+        runlock.check_free(out)  # a live run is named as such, not as "already holds a run"
+        _refuse_existing(out, resume)
+    except OSError as exc:  # a name too long, a parent that is a file: the path itself is unusable
+        raise _unusable_out(out, exc) from None
     runlock.acquire(out)
     try:
         _refuse_existing(out, resume)
@@ -203,9 +214,15 @@ def check_out_dir(out: Path, resume: bool) -> None:
         if resume and store.exists():  # records a resume cannot read are refused now, not mid-run
             store.load()
             store.read_meta()
-    except UsageError:
+    except (UsageError, OSError) as exc:
         runlock.abandon(out)
+        if isinstance(exc, OSError):
+            raise _unusable_out(out, exc) from None
         raise
+
+
+def _unusable_out(out: Path, exc: OSError) -> UsageError:
+    return UsageError(f"--out {str(out)[:80]!r}: {os_error_text(exc)}; fix: give a shorter, writable path")
 
 
 def abandon_out_dir(out: Path) -> None:

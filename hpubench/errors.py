@@ -10,6 +10,11 @@ class UsageError(Exception):
     """Bad input from the user: the message names the problem and the fix, on one line."""
 
 
+class OptionValueError(UsageError, ValueError):
+    """A ``--option name=value`` its workload cannot use, raised where the workload reads it. The plan's
+    model probe reads it before any cell runs, so the run is refused as bad input, not failed cell by cell."""
+
+
 class WriteFailed(UsageError):
     """A record or the run's metadata could not be written (disk full, read-only filesystem, I/O error);
     what was written before is intact. ``hpubench.api.run_plan`` adds how to resume."""

@@ -16,6 +16,8 @@ from typing import ClassVar
 import torch
 from torch import nn
 
+from hpubench.errors import OptionValueError
+
 Batch = tuple[torch.Tensor, ...]
 
 
@@ -54,7 +56,10 @@ class Workload(ABC):
         except ValueError:
             value = 0
         if value < 1:
-            raise ValueError(f"option {name} takes a positive integer, got {raw!r}; e.g. --option {name}=128")
+            raise OptionValueError(
+                f"workload {self.name!r}: option {name} takes a positive integer, got {raw!r}; "
+                f"fix: e.g. --option {name}=128"
+            )
         return value
 
     @abstractmethod

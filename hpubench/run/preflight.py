@@ -38,6 +38,7 @@ from hpubench.plan.cost import (
 )
 from hpubench.plan.inventory import Inventory
 from hpubench.run.events import Event
+from hpubench.run.executors.result import probe_usage
 from hpubench.run.hostcondition import needs_fresh_process
 from hpubench.run.sourceroot import with_source_root
 from hpubench.store.readback import load_results
@@ -138,6 +139,9 @@ def _probe_subprocess(
     finally:
         out.unlink(missing_ok=True)
     if data is None:
+        usage = probe_usage(proc.stderr)
+        if usage is not None:
+            raise UsageError(usage)
         raise ProbeFailed((proc.stderr.strip().splitlines() or ["no output"])[-1])
     return data
 

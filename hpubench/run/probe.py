@@ -44,18 +44,17 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 import workloads
-from hpubench.errors import UsageError
+from hpubench.errors import OptionValueError, UsageError
 from hpubench.measure.conditions import plan_threads, thread_policy
 from hpubench.measure.conditions_probe import affinity
 from hpubench.measure.heap import heap_policy, plan_heap
 from hpubench.measure.heap_probe import apply_heap_plan
 from hpubench.plan.cell import flops_key, parse_flops_key
 from hpubench.plugins import files as pluginload
+from hpubench.run.executors.result import PROBE_USAGE_PREFIX
 from hpubench.store.rundir import write_json_atomic
 from workloads.base import Workload
 from workloads.flops import conv_flops
-
-PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
 
 META = torch.device("meta")
 # Largest square product timed: on one host thread 512 is near a BLAS's best rate; an accelerator needs
@@ -192,12 +191,17 @@ def facts(
         key = flops_key(name, size, batch, tuple(options.items()))
         digest = source_digest(wl)
         hit = cache.get(key)
-        if isinstance(hit, dict) and hit.get("digest") == digest and hit.get("version") == FACTS_VERSION:
+        # A model that failed to count is counted again: the failure may be the user's --option (refused
+        # below) or gone with a new torch; it costs only the time to fail.
+        fresh = isinstance(hit, dict) and hit.get("digest") == digest and hit.get("version") == FACTS_VERSION
+        if fresh and "error" not in hit:
             out[key] = hit
             continue
         t0 = time.perf_counter()
         try:
             entry: dict[str, Any] = count_model(wl, size, batch)
+        except OptionValueError:
+            raise  # the user's --option, refused as bad input (main)
         except Exception as exc:  # a model meta cannot run: no estimate for it, never a crash
             entry = {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
         entry.update(
@@ -371,7 +375,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         b = batch or workloads.get(name).sizes[size].batch_size
         wanted.append((name, size, b, options))
-    result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
+    try:
+        result: dict[str, Any] = {"facts": facts(wanted, Path(args.cache) if args.cache else None)}
+    except OptionValueError as exc:
+        print(f"{PROBE_USAGE_PREFIX}{exc}", file=sys.stderr)
+        return 2
     result["calibration"] = {}
     # a convolution's rate matters only to a cell with convolutions (plan.cost reads it for those alone)
     conv = any(f.get("conv_flops", 0) > 0 or "error" in f for f in result["facts"].values())

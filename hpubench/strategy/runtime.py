@@ -27,6 +27,7 @@ from hpubench.accelerators.base import Accelerator
 from hpubench.errors import CellSkipped
 from hpubench.plan.cell import Cell
 from hpubench.strategy import spec as strategies
+from hpubench.strategy.pgtimeout import DEFAULT_S, pg_timeout_s
 from hpubench.strategy.spec import (
     StrategySpec,
     multi_process_skip_reason,
@@ -118,7 +119,6 @@ class SingleDevice(Strategy):
 REPLICA_CHECK_ENV = "HPUBENCH_DDP_CHECK"
 # The variables torch.distributed's elastic agent gives every worker process.
 RANK_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
-DEFAULT_PG_TIMEOUT_S = 1800.0
 
 
 class DDP(Strategy):
@@ -139,7 +139,7 @@ class DDP(Strategy):
         world_size: int,
         local_world_size: int,
         node_rank: int = 0,
-        timeout_s: float = DEFAULT_PG_TIMEOUT_S,
+        timeout_s: float = DEFAULT_S,
     ) -> None:
         if not (0 <= rank < world_size and 0 <= local_rank < local_world_size <= world_size):
             raise ValueError(
@@ -178,7 +178,7 @@ class DDP(Strategy):
                 f"process group of {world_size} ({local_world_size} per node) does not match cell "
                 f"{cell.key}: {cell.nodes} node(s) x {cell.devices} device(s)"
             )
-        timeout = float(env.get("HPUBENCH_PG_TIMEOUT_S") or DEFAULT_PG_TIMEOUT_S)
+        timeout = pg_timeout_s(env)
         return cls(
             rank=int(env["RANK"]),
             local_rank=int(env["LOCAL_RANK"]),

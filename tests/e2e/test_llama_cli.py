@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.e2e.conftest import run_cli
 
@@ -56,3 +57,21 @@ def test_a_seq_len_option_reaches_the_model_the_figures_and_the_estimate(tmp_pat
     assert 0.4 * default_tiny_flops < metrics["flops_per_step"] < 0.5 * default_tiny_flops
     estimates = json.loads((out / "estimates.json").read_text())
     assert [f["flops"] for f in estimates["facts"].values()] == [metrics["flops_per_step"]]
+
+
+@pytest.mark.parametrize("isolation", ["fork", "spawn"])
+def test_an_option_value_the_workload_cannot_use_is_refused_before_any_cell(
+    tmp_path: Path, isolation: str
+) -> None:
+    """The plan's model probe reads ``seq_len`` before any cell runs: a value the model cannot take is one
+    line and exit 2, with no run directory left, under either isolation (the forked probe and the probe
+    interpreter both)."""
+    out = tmp_path / "run"
+    proc = run_cli(
+        "run", "-w", "llama", "--size", "tiny", "-a", "cpu", "--steps", "3", "--option", "seq_len=-8",
+        "--isolation", isolation, "--out", str(out), cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "option seq_len takes a positive integer, got '-8'" in lines[0], proc.stderr
+    assert not out.exists()

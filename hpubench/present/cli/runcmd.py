@@ -52,6 +52,7 @@ from hpubench.present.cli.options import (
     flag_options,
 )
 from hpubench.present.cli.runflags import RunFlags
+from hpubench.strategy.pgtimeout import pg_timeout_s
 
 
 def register(app: typer.Typer) -> None:
@@ -107,6 +108,7 @@ def _check_flags(flags: RunFlags) -> None:
     check_environment(os.environ)
     check_heap_env(os.environ)
     import_limit_s(os.environ)  # HPUBENCH_PLUGIN_IMPORT_TIMEOUT, read by every worker
+    pg_timeout_s(os.environ)  # HPUBENCH_PG_TIMEOUT_S, read by every rank
 
 
 def _prepare(flags: RunFlags) -> _Setup:
@@ -135,6 +137,7 @@ def _prepare(flags: RunFlags) -> _Setup:
     )
     out = out_dir(flags.out) or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     setup = _Setup(started, budget_s, my_shard, options, spec, node, out, workloads_from)
+    api.check_workload_files(workloads_from)
     if setup.writes_records:
         api.check_out_dir(out, flags.resume)
     return setup

@@ -34,6 +34,7 @@ from hpubench.run.distributed.spec import RESULT_FILE, LaunchSpec, rank_status_f
 from hpubench.run.forkserver import child as zygotechild
 from hpubench.store.record import STATUS_FAILED
 from hpubench.store.rundir import write_json_atomic
+from hpubench.strategy import pgtimeout
 
 
 class RankFailed(RuntimeError):
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     # Before torch: the device framework reads its module selection when it is first imported.
     local_rank = int(os.environ["LOCAL_RANK"])
     os.environ.update(accelerators.get(cell.accelerator).rank_env(cell, local_rank, os.environ))
-    os.environ.setdefault("HPUBENCH_PG_TIMEOUT_S", str(spec.timeout_s))
+    os.environ.setdefault(pgtimeout.ENV_VAR, str(spec.timeout_s))
     # deferred: torch only now, with this rank's device variables set
     from torch.distributed.elastic.multiprocessing.errors import record
 

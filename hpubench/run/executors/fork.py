@@ -32,6 +32,7 @@ from hpubench.run.executors.result import (
     detection_failed,
     failed,
     last_line,
+    probe_usage,
     read_out,
     tail,
 )
@@ -138,6 +139,9 @@ class ForkExecutor(LocalExecutor):
             raise ProbeFailed(f"the worker process died ({exc})") from None
         data = read_out(out)
         if data is None:
+            usage = probe_usage(log.read_text(errors="replace")) if log.exists() else None
+            if usage is not None:
+                raise UsageError(usage)
             raise ProbeFailed(f"{exitwords.reply_reason(reply)}; last log line: {last_line(log)}")
         return data
 

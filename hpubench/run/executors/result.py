@@ -21,6 +21,17 @@ from hpubench.run import exitwords
 from hpubench.store.record import STATUS_FAILED, CellResult
 
 TAIL_LINES = 40
+# The probe child's one line of bad input (an unusable --option, a workload file that cannot load): the
+# parent refuses the run with it instead of planning without estimates.
+PROBE_USAGE_PREFIX = "hpubench-probe: usage error: "
+
+
+def probe_usage(text: str) -> str | None:
+    """The probe's usage error in its log or stderr ``text`` (the last such line), or None."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(PROBE_USAGE_PREFIX):
+            return line[len(PROBE_USAGE_PREFIX) :]
+    return None
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,8 @@ for args, fragment in [
     (["--budget", "forever"], "--budget"),
     (["--budget", "-5m"], "--budget"),
     (["--budget", "0"], "--budget"),
+    (["--out", "x" * 300, "-w", "mlp"], "File name too long"),
+    (["-w", "mlp", "--workloads-from", "nosuch.py"], "does not exist"),
 ]:
     add("cli", "run " + " ".join(args), [*RUN, *args], fragment)
 
@@ -96,6 +98,9 @@ for cmd, fragment in [
     (["gate", "--baseline", "run", "--current", "run", "--alpha", "0"], "alpha"),
     (["gate", "--baseline", "run", "--current", "run", "--alpha", "1.5"], "alpha"),
     (["gate", "--baseline", "run", "--current", "run", "--alpha", "x"], "--alpha"),
+    # Below one false alarm in a million the intervals' quantiles run out of float resolution.
+    (["gate", "--baseline", "run", "--current", "run", "--alpha", "1e-7"], "at least 1e-06"),
+    (["gate", "--baseline", "run", "--current", "run", "--alpha", "1e-17"], "at least 1e-06"),
     (["gate", "--baseline", "run", "--current", "run", "--correction", "bonferroni"], "correction"),
     (["gate", "--baseline", "run", "--current", "run", "--missing", "maybe"], "missing"),
     (["gate", "--baseline", "run", "--current", "run", "--memory-floor", "lots"], "--memory-floor"),

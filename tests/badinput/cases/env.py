@@ -91,6 +91,16 @@ for value in ["0", "-1", "abc", "nan", "inf", "1e400", "5s", "100000"]:
         files={"p.py": "import time\ntime.sleep(3600)\n"},
     )
 
+# A rank's wait on collectives (hpubench.strategy.pgtimeout): refused before any rank starts.
+for value in ["abc", "0", "-5", "nan", "inf", "1e9"]:
+    add(
+        "env",
+        f"HPUBENCH_PG_TIMEOUT_S={value}",
+        [*RUN, "-w", "mlp", "--devices", "2"],
+        "HPUBENCH_PG_TIMEOUT_S",
+        env={"HPUBENCH_PG_TIMEOUT_S": value},
+    )
+
 # Shards (hpubench.plan.shard): --shard K/N numbered from 1, or a Slurm job array's environment.
 for value in ["3/2", "0/0", "a/b", "", "1/0", "0/3", "2", "-1/3", "1/2/3"]:
     add("cli", f"run --shard {value!r}", [*RUN, "--shard", value], "--shard")
