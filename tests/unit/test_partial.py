@@ -24,7 +24,11 @@ HEADER = FeedHeader(
     world_size=2,
     peak=peak_for("hpu", "GAUDI2", "bf16-mixed"),
     source="rank 0",
-    runtime={"device_name": "from the child", "batch_size": 32, "precision": {"params": "float32", "autocast": "off"}},
+    runtime={
+        "device_name": "from the child",
+        "batch_size": 32,
+        "precision": {"params": "float32", "autocast": "off"},
+    },
 )
 FIGURES = build_metrics(
     warmup_s=(1.0,),
