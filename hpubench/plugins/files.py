@@ -17,13 +17,13 @@ the loading runs in the children.
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
 
+from hpubench.envseconds import env_seconds
 from hpubench.errors import UsageError
 
 ENV_VAR = "HPUBENCH_PLUGIN_IMPORT_TIMEOUT"
@@ -38,20 +38,9 @@ class _ImportTimedOut(BaseException):
 
 def import_limit_s(env: Mapping[str, str]) -> float:
     """Seconds one workload file's import may take, from ``env``; a bad value is one UsageError line."""
-    raw = (env.get(ENV_VAR) or "").strip()
-    if not raw:
-        return DEFAULT_LIMIT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_LIMIT_S):
-        raise UsageError(
-            f"{ENV_VAR}={raw!r} is not a time limit; set it to the seconds a --workloads-from file's "
-            f"import may take (a number above 0, at most {MAX_LIMIT_S:g}; default {DEFAULT_LIMIT_S:g}), "
-            "or unset it"
-        )
-    return value
+    return env_seconds(
+        env, ENV_VAR, DEFAULT_LIMIT_S, MAX_LIMIT_S, "a --workloads-from file's import may take"
+    )
 
 
 def timed_out_message(path: str, limit_s: float) -> str:

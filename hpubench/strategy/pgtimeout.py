@@ -7,10 +7,9 @@ starts, and each rank reads it the same way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-from hpubench.errors import UsageError
+from hpubench.envseconds import env_seconds
 
 ENV_VAR = "HPUBENCH_PG_TIMEOUT_S"
 DEFAULT_S = 1800.0
@@ -19,16 +18,4 @@ MAX_S = 7 * 24 * 3600.0  # a week, as --timeout
 
 def pg_timeout_s(env: Mapping[str, str]) -> float:
     """Seconds from ``env``, or the default where unset; a bad value is one UsageError line."""
-    raw = (env.get(ENV_VAR) or "").strip()
-    if not raw:
-        return DEFAULT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_S):
-        raise UsageError(
-            f"{ENV_VAR}={raw!r} is not a time limit; set it to the seconds a rank waits on a collective "
-            f"(a number above 0, at most {MAX_S:g}; by default the cell's --timeout), or unset it"
-        )
-    return value
+    return env_seconds(env, ENV_VAR, DEFAULT_S, MAX_S, "a rank waits on a collective", "the cell's --timeout")
