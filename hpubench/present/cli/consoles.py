@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,17 @@ def piped_width() -> int:
     return int(raw) if wide and int(raw) >= 40 else 240
 
 
+def drop_unreadable_terminal_size(environ: MutableMapping[str, str]) -> None:
+    """Remove COLUMNS and LINES where they hold digits that are not ASCII ("²"): rich, ours and typer's help
+    alike, tests them with str.isdigit and then fails in int() on every command. Without them a console
+    takes the terminal's own size."""
+    for name in ("COLUMNS", "LINES"):
+        raw = environ.get(name)
+        if raw is not None and raw.isdigit() and not raw.isascii():
+            del environ[name]
+
+
+drop_unreadable_terminal_size(os.environ)  # before any console below or in typer reads them
 # emoji=False: names print as written ("hf:llama: tiny" must not become a llama emoji).
 out_console = Console(emoji=False) if sys.stdout.isatty() else Console(emoji=False, width=piped_width())
 err_console = Console(stderr=True, emoji=False)
