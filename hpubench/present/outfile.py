@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hpubench.errors import UsageError, os_error_text
-from hpubench.store.layout import results_dir_of
+from hpubench.store.layout import baseline_store_of, results_dir_of
 
 
 def check_suffix(path: Path, known: Sequence[str]) -> None:
@@ -55,6 +55,12 @@ def check_target(path: str | os.PathLike[str], make_parent: bool = False) -> Pat
         raise UsageError(
             f"output {target} is inside the results directory {run_dir}; an output never goes there "
             "(it could replace a record file); fix: give a path outside it"
+        )
+    store = baseline_store_of(real)
+    if store is not None:
+        raise UsageError(
+            f"output {target} is inside the baseline store {store}; an output never goes there (it could "
+            "replace its index); fix: give a path outside it"
         )
     if make_parent and not target.parent.is_dir():
         try:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench.errors import UsageError, os_error_text
-from hpubench.store.layout import CELLS_FILE, META_FILE
+from hpubench.store.layout import CELLS_FILE, INDEX_FILE, META_FILE, results_dir_of
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore, record_line, write_file_synced, write_json_atomic
@@ -38,7 +38,6 @@ except ImportError:  # pragma: no cover - not on Linux
     fcntl = None  # type: ignore[assignment]
 
 DEFAULT_DIR = Path(".hpubench") / "baselines"
-INDEX_FILE = "index.json"
 INDEX_VERSION = 1
 RUN_TO_RUN = "run_to_run"  # meta.json: per match key, the run-to-run spread per statistic and its runs
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -130,6 +129,7 @@ def save(
     the run-to-run spreads ``spreads_of`` computes from them (``hpubench.analysis.runspread``, handed in
     by the caller: the store keeps figures, analysis makes them)."""
     check_name(name)
+    check_store_dir(directory)
     source = Path(results)
     records = load_results([str(source)])
     if not records:
@@ -191,6 +191,15 @@ def save(
                 f"be written: {os_error_text(e)}; fix: free space, then save it again with --force"
             ) from None
     return target
+
+
+def check_store_dir(directory: str | os.PathLike[str]) -> None:
+    """Refuse a store that lies in a run: the run would gain files beside its records."""
+    inside = results_dir_of(Path(os.path.realpath(directory)) / INDEX_FILE)
+    if inside is not None:
+        raise UsageError(
+            f"--dir {directory} is inside the results directory {inside}; fix: give a directory outside it"
+        )
 
 
 def read_run_to_run(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:

@@ -6,6 +6,7 @@ A module of its own so the reader and the writer share the names without importi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 CELLS_FILE = "cells.jsonl"
@@ -15,12 +16,30 @@ LOGS_DIR = "logs"
 REFERENCES_DIR = "references"
 # What marks a results directory: a run directory or a saved baseline.
 RESULTS_MARKERS = (CELLS_FILE, META_FILE)
+# What marks a baseline store (hpubench.store.baselines): its index of saved baselines.
+INDEX_FILE = "index.json"
 
 
 def results_dir_of(path: Path) -> Path | None:
     """The results directory ``path`` lies in (it or any ancestor holds cells.jsonl or meta.json)."""
     for parent in path.parents:
         if any((parent / marker).exists() for marker in RESULTS_MARKERS):
+            return parent
+    return None
+
+
+def baseline_store_of(path: Path) -> Path | None:
+    """The baseline store ``path`` lies in: an ancestor whose index.json is a baselines index (an object
+    with "baselines"), so a web folder's own index.json is not taken for one."""
+    for parent in path.parents:
+        index = parent / INDEX_FILE
+        if not index.is_file():
+            continue
+        try:
+            data = json.loads(index.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and "baselines" in data:
             return parent
     return None
 

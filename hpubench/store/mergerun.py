@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store import runlock
-from hpubench.store.layout import CELLS_FILE, META_FILE, results_dir_of
+from hpubench.store.layout import CELLS_FILE, META_FILE, baseline_store_of, results_dir_of
 from hpubench.store.merge import Merged, Source, combine
 from hpubench.store.rundir import ResultStore, record_line, write_file_synced
 from hpubench.store.runmeta import utc_now_iso
@@ -53,6 +53,11 @@ def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
         raise UsageError(f"-o {out} is inside the results directory {inside}; fix: give a path outside it")
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {out} is a file; fix: give a new directory")
+    store = baseline_store_of(real / CELLS_FILE)
+    if store is not None:
+        raise UsageError(f"-o {out} is inside the baseline store {store}; fix: give a path outside it")
+    if out.is_dir() and any(p.name != runlock.LOCK_FILE for p in out.iterdir()):
+        raise UsageError(f"-o {out} already holds other files; fix: merge into a new or empty directory")
 
 
 def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:

@@ -3,6 +3,7 @@ console can read is dropped before any console reads it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -24,6 +25,6 @@ def test_columns_is_taken_only_as_a_plain_number_of_at_least_40(
 
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["list", "workloads"]])
 def test_a_terminal_size_in_non_ascii_digits_does_not_crash_a_command(args: list[str]) -> None:
-    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "²", "LINES": "³", "PYTHONPATH": ":".join(sys.path)}
+    env = {**os.environ, "COLUMNS": "²", "LINES": "³"}
     proc = subprocess.run([sys.executable, "-m", "hpubench", *args], env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]

@@ -42,25 +42,36 @@ def parse_fraction(text: str, what: str) -> float:
 
 
 def parse_thresholds(values: list[str] | None) -> dict[str, float]:
-    """``--max-regression 5%`` (every metric) and ``--max-regression memory=10%`` (one metric)."""
-    out: dict[str, float] = {}
+    """``--max-regression 5%`` (every metric) and ``--max-regression memory=10%`` (one metric, which wins
+    over the general one in either order). A value given twice is refused: the last would silently win."""
+    general: dict[str, float] = {}
+    specific: dict[str, float] = {}
     for raw in values or []:
         for item in raw.split(","):
-            if not item.strip():
-                continue
+            if not item.strip():  # "" or "5%,": a threshold left out would silently be the default
+                raise UsageError(
+                    f"--max-regression {raw!r} has an empty value; fix: e.g. --max-regression 5% or "
+                    "--max-regression throughput=3%,memory=10%"
+                )
             name, sep, value = item.partition("=")
-            if not sep:
-                v = parse_fraction(item, "--max-regression")
-                out["throughput"] = out["memory"] = v
-                continue
-            metric = _METRIC_NAMES.get(name.strip().lower())
+            metric = _METRIC_NAMES.get(name.strip().lower()) if sep else "every metric"
             if metric is None:
                 raise UsageError(
                     f"--max-regression names unknown metric {name.strip()!r}; use throughput or memory, "
                     "e.g. --max-regression memory=10%"
                 )
-            out[metric] = parse_fraction(value, f"--max-regression {metric}")
-    return out
+            into = specific if sep else general
+            if metric in into:
+                raise UsageError(
+                    f"--max-regression gives {metric} twice ({item.strip()!r}); fix: give it once"
+                )
+            into[metric] = (
+                parse_fraction(value, f"--max-regression {metric}")
+                if sep
+                else parse_fraction(item, "--max-regression")
+            )
+    both = dict.fromkeys(("throughput", "memory"), general["every metric"]) if general else {}
+    return {**both, **specific}
 
 
 def parse_bytes(text: str, what: str) -> int:
@@ -74,10 +85,23 @@ def parse_bytes(text: str, what: str) -> int:
     return int(float(m.group(1)) * _UNITS[unit])
 
 
+def _store_dir(value: str | Path) -> Path:
+    """``--dir`` as a path (the default comes as one); an empty string would put the store in the current
+    directory."""
+    if isinstance(value, Path):
+        return value
+    if not value.strip():
+        raise typer.BadParameter("is empty; give the baselines directory, e.g. --dir baselines")
+    return Path(value)
+
+
 BaselineDir = Annotated[
     Path,
     typer.Option(
-        "--baseline-dir", "--dir", help="Where named baselines live (see README: baselines layout)."
+        "--baseline-dir",
+        "--dir",
+        parser=_store_dir,
+        help="Where named baselines live (see README: baselines layout).",
     ),
 ]
 
@@ -161,6 +185,8 @@ def _filter_accelerator(records, accelerator: str | None, option: str):
 
     A value that keeps nothing is a typo or the wrong results: a one-line UsageError that names the
     accelerators present, rather than a gate over no cells."""
+    if accelerator is not None and not accelerator.strip():
+        raise UsageError(f"{option} is empty; fix: name an accelerator (e.g. {option} cpu) or leave it out")
     if not accelerator:
         return records
     kept = [r for r in records if r.cell.accelerator == accelerator]

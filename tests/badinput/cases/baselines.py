@@ -58,5 +58,17 @@ for args, fragment in [
     (["history", "--dir", "bl", "--max-regression", "lots", "-o", "h.html"], "--max-regression"),
     (["history", "--dir", "bl", "--alpha", "2", "-o", "h.html"], "--alpha"),
     (["history", "--dir", "bl", "--alpha", "1e-300", "-o", "h.html"], "at least 1e-06"),
+    (["history", "--dir", "bl", "--max-regression", "", "-o", "h.html"], "empty value"),
+    # The store's own files and the runs it would sit in are no place for outputs or a store.
+    (["report", "run", "-o", "bl/index.json"], "inside the baseline store"),
+    (["export", "run", "-o", "bl/index.json"], "inside the baseline store"),
+    (
+        ["gate", "--baseline", "run", "--current", "run", "--junit", "bl/index.json"],
+        "inside the baseline store",
+    ),
+    (["baseline", "save", "run", "--name", "x", "--dir", "run"], "inside the results directory"),
+    (["baseline", "save", "run", "--name", "x", "--dir", "run/sub"], "inside the results directory"),
+    (["baseline", "save", "run", "--name", "x", "--dir", ""], "is empty"),
+    (["baseline", "list", "--dir", ""], "is empty"),
 ]:
     add("baseline", " ".join(args), args, fragment)

@@ -102,6 +102,15 @@ for cmd, fragment in [
     (["gate", "--baseline", "run", "--current", "run", "--alpha", "1e-7"], "at least 1e-06"),
     (["gate", "--baseline", "run", "--current", "run", "--alpha", "1e-17"], "at least 1e-06"),
     (["gate", "--baseline", "run", "--current", "run", "--correction", "bonferroni"], "correction"),
+    # A threshold left out or given twice would silently be the default or the last one.
+    (["gate", "--baseline", "run", "--current", "run", "--max-regression", ""], "empty value"),
+    (["gate", "--baseline", "run", "--current", "run", "--max-regression", "5%,"], "empty value"),
+    (["gate", "--baseline", "run", "--current", "run", "--max-regression", "5%,10%"], "twice"),
+    (
+        ["gate", "-b", "run", "-c", "run", "--max-regression", "memory=5%", "--max-regression", "memory=9%"],
+        "twice",
+    ),
+    (["gate", "--baseline", "run", "--current", "run", "--current-accelerator", ""], "is empty"),
     (["gate", "--baseline", "run", "--current", "run", "--missing", "maybe"], "missing"),
     (["gate", "--baseline", "run", "--current", "run", "--memory-floor", "lots"], "--memory-floor"),
     (["gate", "--baseline", "run", "--current", "run", "--baseline-accelerator", "tpu"], "tpu"),

@@ -245,5 +245,8 @@ for args, fragment in [
     (["results", "merge", "run", "-o", "run/inner"], "inside the results directory"),
     (["results", "merge", "run"], "--out"),
     (["results", "merge", "-o", "m"], "missing"),
+    (["results", "merge", "run", "-o", "."], "already holds other files"),
+    (["results", "merge", "run", "-o", "bl"], "inside the baseline store"),
+    (["results", "merge", "run", "-o", "bl/new"], "inside the baseline store"),
 ]:
     add("results", " ".join(args), args, fragment)
