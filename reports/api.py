@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FORMATS = ("html", "csv", "parquet", "json")
+MAX_EPOCH_SAMPLES = 10**15  # past any dataset; a larger count overflows the time and cost columns
 COMPARE_SUFFIXES = ("html", "htm")
 
 
@@ -107,8 +108,11 @@ def report(
     check_target(out)  # before the work: the write checks again
     if not paths:
         raise UsageError("give at least one results directory or cells.jsonl file")
-    if epoch_samples is not None and epoch_samples < 1:
-        raise UsageError(f"--epoch-samples must be a positive number of samples, got {epoch_samples}")
+    if epoch_samples is not None and not 1 <= epoch_samples <= MAX_EPOCH_SAMPLES:
+        raise UsageError(
+            f"--epoch-samples must be a number of samples from 1 to {MAX_EPOCH_SAMPLES:.0e}, "
+            f"got {str(epoch_samples)[:30]}"
+        )
     tables = make_tables(prices_file)
     sets = load_result_sets(paths)
     if price_here is not None:

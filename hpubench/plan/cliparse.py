@@ -11,6 +11,7 @@ from hpubench.plan import dimensions
 from hpubench.plan.autosteps import AUTO, KNOBS, MAX_STEPS, parse_knob, parse_steps
 
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: longer is a typo (and overflows some wait calls)
+MAX_REPEAT = 1_000  # runs of a whole matrix: more is a typo, and would plan for ever
 
 
 def split_values(option: str, values: list[str] | None) -> list[str] | None:
@@ -31,6 +32,13 @@ def split_values(option: str, values: list[str] | None) -> list[str] | None:
             )
         out += parts
     return out
+
+
+def check_repeat(repeat: int, minimum: int) -> int:
+    """``--repeat``: whole runs of the matrix, at least ``minimum`` and at most ``MAX_REPEAT``."""
+    if not minimum <= repeat <= MAX_REPEAT:
+        raise UsageError(f"--repeat must be between {minimum} and {MAX_REPEAT:,}, got {repeat}")
+    return repeat
 
 
 def check_timeout(timeout: float) -> float:

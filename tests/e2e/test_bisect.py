@@ -166,7 +166,7 @@ def test_no_regression_between_good_and_bad_is_refused(repo, tmp_path) -> None:
         (["HEAD", "HEAD~4"], "is not an ancestor of BAD"),
         (["HEAD~4", "HEAD", "--", "--out", "x"], "error: --out is bisect's to set for each run"),
         (["HEAD~4", "HEAD", "--", "--stpes", "3"], "error: No such option: --stpes"),
-        (["HEAD~4", "HEAD", "--repeat", "1"], "error: --repeat must be at least 2"),
+        (["HEAD~4", "HEAD", "--repeat", "1"], "error: --repeat must be between 2 and 1,000"),
     ],
 )
 def test_refusals_are_one_line_and_run_nothing(repo, tmp_path, args: list[str], message: str) -> None:

@@ -18,7 +18,7 @@ import typer
 from hpubench.errors import UsageError
 from hpubench.measure.heap import check_heap_env
 from hpubench.plan import shard as shard_mod
-from hpubench.plan.cliparse import check_timeout, out_dir
+from hpubench.plan.cliparse import check_repeat, check_timeout, out_dir
 from hpubench.plan.modeldirs import with_model_dirs
 from hpubench.plan.runoptions import RunOptions
 from hpubench.plan.shard import Shard
@@ -101,8 +101,7 @@ def _check_flags(flags: RunFlags) -> None:
     check_timeout(flags.timeout)
     if flags.isolation not in ("fork", "spawn"):
         raise UsageError(f"--isolation must be 'fork' or 'spawn', got {flags.isolation!r}")
-    if flags.repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {flags.repeat}")
+    check_repeat(flags.repeat, 1)
     if not flags.progress_every > 0:
         raise UsageError(f"--progress-every must be a positive number of seconds, got {flags.progress_every}")
     check_environment(os.environ)

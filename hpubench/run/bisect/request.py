@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hpubench.analysis.gate.rules import GateSettings
 from hpubench.errors import UsageError
+from hpubench.plan.cliparse import check_repeat
 from hpubench.run.bisect import gitrepo
 from hpubench.run.bisect.session import Request
 
@@ -58,8 +59,7 @@ def prepare(
     settings: GateSettings,
 ) -> Request:
     """The checked request; ``out`` defaults to ``results/bisect-GOOD-BAD`` (short hashes) under ``where``."""
-    if repeat < 2:
-        raise UsageError(f"--repeat must be at least 2 (runs a side for the gate's test), got {repeat}")
+    check_repeat(repeat, 2)  # at least 2: runs a side for the gate's test
     if setup is not None and not setup.strip():
         raise UsageError("--setup is empty; fix: give a shell command, or leave --setup out")
     check_run_args(run_args)

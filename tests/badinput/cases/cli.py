@@ -18,7 +18,7 @@ for flag, values, fragment in [
     ("--accelerator", ["", "cpu,", ","], "--accelerator"),
     ("--steps", ["1", "0", "-3", "abc", "1.5", "1000000000000", "1000001", "", "autoo"], "--steps"),
     ("--timeout", ["nan", "inf", "-inf", "0", "-1", "1e400", "1e9", "abc", "NaN"], "--timeout"),
-    ("--repeat", ["0", "-1", "x", "1.5"], "--repeat"),
+    ("--repeat", ["0", "-1", "x", "1.5", "1001", "99999999999999999999"], "--repeat"),
     ("--isolation", ["thread", "", "FORK"], "--isolation"),
     ("--warmup-steps", ["0", "-1", "x", "2000000"], "--warmup-steps"),
     ("--progress-every", ["0", "-1", "nan"], "--progress-every"),
@@ -91,6 +91,7 @@ for cmd, fragment in [
     (["report", "run", "-o", "r.html", "--price-here", "abc"], "--price-here"),
     (["report", "run", "-o", "r.html", "--epoch-samples", "0"], "--epoch-samples"),
     (["report", "run", "-o", "r.html", "--epoch-samples", "x"], "--epoch-samples"),
+    (["report", "run", "-o", "r.html", "--epoch-samples", "9" * 300], "--epoch-samples"),
     (["compare", "run", "no_such", "-o", "c.html"], "no_such"),
     (["compare", "run"], "missing"),
     (["gate", "--baseline", "no_such", "--current", "run"], "no_such"),
@@ -160,7 +161,8 @@ for bad in ["", "-main", ".hidden", "a/b", "a b", "x" * 101, "name!", "../up", "
 # no regression) are in tests/e2e/test_bisect.py, in a throwaway repository.
 for args, fragment in [
     (["bisect", "HEAD~1", "HEAD"], "not in a git repository"),
-    (["bisect", "HEAD~1", "HEAD", "--repeat", "1"], "--repeat must be at least 2"),
+    (["bisect", "HEAD~1", "HEAD", "--repeat", "1"], "--repeat must be between 2 and 1,000"),
+    (["bisect", "HEAD~1", "HEAD", "--repeat", "99999999999999999999"], "--repeat must be between 2"),
     (["bisect", "HEAD~1", "HEAD", "--setup", " "], "--setup is empty"),
     (["bisect", "HEAD~1", "HEAD", "--alpha", "2"], "alpha"),
     (["bisect", "HEAD~1", "HEAD", "--statistic", "max"], "statistic"),
