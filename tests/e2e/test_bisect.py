@@ -177,6 +177,20 @@ def test_refusals_are_one_line_and_run_nothing(repo, tmp_path, args: list[str], 
     assert git(root, "worktree", "list").count("\n") == 1
 
 
+def test_a_refused_out_directory_is_left_as_it_was(repo, tmp_path) -> None:
+    """A directory holding a run (or anything else but a bisect) is refused before bisect claims it: its
+    lock file keeps its content and no lock file is added."""
+    root, _ = repo
+    held = tmp_path / "run"
+    held.mkdir()
+    (held / "cells.jsonl").write_text("{}\n")
+    (held / ".hpubench-run.lock").write_text("another run's\n")
+    before = {f.name: f.read_bytes() for f in held.iterdir()}
+    p = hpubench(root, "bisect", "HEAD~4", "HEAD", "--out", str(held))
+    assert p.returncode == 2 and "holds other files and no bisect.json" in p.stderr, p.stderr
+    assert {f.name: f.read_bytes() for f in held.iterdir()} == before
+
+
 def test_a_dirty_tree_is_refused(repo, tmp_path) -> None:
     root, _ = repo
     notes = root / "NOTES"

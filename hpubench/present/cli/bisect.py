@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from hpubench.errors import UsageError
+from hpubench.plan.cliparse import out_dir
 from hpubench.present.cli.consoles import err_console, out_console
 from hpubench.present.cli.gate import parse_thresholds
 from hpubench.run import interrupt
@@ -58,7 +59,7 @@ def bisect(
         int, typer.Option("--repeat", help="Interleaved rounds per tested commit (each runs it and GOOD).")
     ] = 3,
     out: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--out", "-o", help="Bisect directory: state, runs, logs (default results/bisect-GOOD-BAD)."
         ),
@@ -88,14 +89,15 @@ def bisect(
         missing="ignore",
         same_flops=False,  # a commit that made the model do more work is one bisect must find
     )
-    req = prepare(Path.cwd(), good, bad, run_args, setup, repeat, out, gate_settings)
-    fresh = not req.out.exists()
+    req = prepare(Path.cwd(), good, bad, run_args, setup, repeat, out_dir(out), gate_settings)
+    # Read once before the claim, so a refused directory is left as it was (lock file included), and
+    # again under the lock, which another bisect may have taken in between.
+    open_state(req.out, req.good.sha, req.bad.sha, req.run_args, req.setup)
     runlock.acquire(req.out)
     try:
         state = open_state(req.out, req.good.sha, req.bad.sha, req.run_args, req.setup)
     except UsageError:
-        if fresh:
-            runlock.abandon(req.out)
+        runlock.abandon(req.out)  # removes only what the claim made
         raise
     _say(f"bisect {req.good.short}..{req.bad.short}: {len(req.candidates)} commit(s) -> {req.out}")
     try:

@@ -164,6 +164,7 @@ for args, fragment in [
     (["bisect", "HEAD~1", "HEAD", "--repeat", "1"], "--repeat must be between 2 and 1,000"),
     (["bisect", "HEAD~1", "HEAD", "--repeat", "99999999999999999999"], "--repeat must be between 2"),
     (["bisect", "HEAD~1", "HEAD", "--setup", " "], "--setup is empty"),
+    (["bisect", "HEAD~1", "HEAD", "--out", ""], "--out is empty"),
     (["bisect", "HEAD~1", "HEAD", "--alpha", "2"], "alpha"),
     (["bisect", "HEAD~1", "HEAD", "--statistic", "max"], "statistic"),
     (["bisect", "HEAD~1", "HEAD", "--max-regression", "lots"], "--max-regression"),
