@@ -30,6 +30,7 @@ from hpubench.run.events import Event
 from hpubench.run.launch import Launcher
 from hpubench.run.preflight import BudgetedStore, BudgetRun, fit_memory
 from hpubench.store import baselines, runlock
+from hpubench.store.layout import same_results
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore
@@ -61,6 +62,11 @@ def check_workload_files(workloads_from: Sequence[Path] | None) -> None:
         f = str(p)
         if is_lightning_source(f):
             continue  # checked where the flag was read (hpubench.plan.modeldirs.lightning_source)
+        if Path(f).is_dir() and not (Path(f) / "config.json").is_file():
+            raise UsageError(
+                f"--workloads-from {f!r} is a directory without a transformers config.json; fix: give a "
+                "Python file of workloads, or a model directory"
+            )
         if not (Path(f).is_file() or (Path(f) / "config.json").is_file()):
             raise UsageError(
                 f"workload file {f!r} does not exist; fix the path given to --workloads-from "
@@ -390,9 +396,12 @@ def commit_time(commit: str | None, cwd: str | Path | None = None) -> int | None
 def load_points(refs: Sequence[str], directory: Path, cwd: str | Path | None = None) -> list[Point]:
     """Each named baseline (or run directory) as a history point; every saved baseline when none is named."""
     names = list(refs) or sorted(baselines.read_index(directory))
+    paths = [baselines.resolve(ref, directory) for ref in names]
+    twice = same_results(paths)
+    if twice is not None:
+        raise UsageError(f"{twice[0]} and {twice[1]} are the same results; fix: give each baseline once")
     points = []
-    for ref in names:
-        path = baselines.resolve(ref, directory)
+    for ref, path in zip(names, paths, strict=True):
         meta = ResultStore(path if path.is_dir() else path.parent).read_meta() or {}
         saved = meta.get("baseline") if isinstance(meta.get("baseline"), dict) else {}
         git = meta.get("git") if isinstance(meta.get("git"), dict) else {}

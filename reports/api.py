@@ -22,6 +22,7 @@ from hpubench.analysis.stats.locations import LOCATIONS
 from hpubench.errors import UsageError
 from hpubench.present import export
 from hpubench.present.outfile import check_suffix, check_target, write_output
+from hpubench.store.layout import same_results
 from reports.build import compare_html, report_html
 from reports.frames import cell_frame, measured
 from reports.sources import ResultSet, load_result_set, load_result_sets
@@ -114,6 +115,9 @@ def report(
             f"got {str(epoch_samples)[:30]}"
         )
     tables = make_tables(prices_file)
+    twice = same_results(paths)
+    if twice is not None:
+        raise UsageError(f"{twice[0]} and {twice[1]} are the same results; fix: give each run once")
     sets = load_result_sets(paths)
     if price_here is not None:
         tables = _with_price_here(tables, sets, price_here)

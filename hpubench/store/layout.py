@@ -7,6 +7,8 @@ A module of its own so the reader and the writer share the names without importi
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 CELLS_FILE = "cells.jsonl"
@@ -25,6 +27,19 @@ def results_dir_of(path: Path) -> Path | None:
     for parent in path.parents:
         if any((parent / marker).exists() for marker in RESULTS_MARKERS):
             return parent
+    return None
+
+
+def same_results(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, str] | None:
+    """The first two of ``paths`` that name one results directory (the directory, its cells.jsonl, a link
+    to either), or None: a report or history of them would count one run twice."""
+    seen: dict[str, str] = {}
+    for raw in paths:
+        path = Path(os.path.realpath(raw))
+        key = str(path.parent if path.name == CELLS_FILE else path)
+        if key in seen:
+            return seen[key], str(raw)
+        seen[key] = str(raw)
     return None
 
 

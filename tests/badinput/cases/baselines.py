@@ -52,6 +52,7 @@ add("baseline", "save over existing", ["baseline", "save", "run", "--name", "mai
 for args, fragment in [
     (["history", "--dir", "bl", "-o", "h.html"], "at least 2"),
     (["history", "main", "nosuch", "--dir", "bl", "-o", "h.html"], "nosuch"),
+    (["history", "main", "main", "--dir", "bl", "-o", "h.html"], "are the same results"),
     (["history", "--dir", "bl", "--order", "alphabetical", "-o", "h.html"], "--order"),
     (["history", "--dir", "bl", "-o", "h.txt"], "suffix"),
     (["history", "--dir", "bl", "-o", "run/h.html"], "inside the results directory"),

@@ -74,6 +74,7 @@ for args, fragment in [
     (["--budget", "0"], "--budget"),
     (["--out", "x" * 300, "-w", "mlp"], "File name too long"),
     (["-w", "mlp", "--workloads-from", "nosuch.py"], "does not exist"),
+    (["-w", "mlp", "--workloads-from", "run"], "a directory without a transformers config.json"),
 ]:
     add("cli", "run " + " ".join(args), [*RUN, *args], fragment)
 
@@ -89,6 +90,8 @@ for cmd, fragment in [
     (["report", "run", "-o", "r.html", "--format", "pdf"], "--format"),
     (["report", "run", "-o", "r.html", "--price-here", "-1"], "--price-here"),
     (["report", "run", "-o", "r.html", "--price-here", "abc"], "--price-here"),
+    (["report", "run", "run", "-o", "r.html"], "are the same results"),
+    (["report", "run", "run/cells.jsonl", "-o", "r.json"], "are the same results"),
     (["report", "run", "-o", "r.html", "--epoch-samples", "0"], "--epoch-samples"),
     (["report", "run", "-o", "r.html", "--epoch-samples", "x"], "--epoch-samples"),
     (["report", "run", "-o", "r.html", "--epoch-samples", "9" * 300], "--epoch-samples"),
