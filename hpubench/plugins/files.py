@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
 
-from hpubench.envseconds import env_seconds
 from hpubench.errors import UsageError
+from hpubench.plugins.envlimit import env_seconds
 
 ENV_VAR = "HPUBENCH_PLUGIN_IMPORT_TIMEOUT"
 DEFAULT_LIMIT_S = 60.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hpubench.envseconds import env_seconds
+from hpubench.plugins.envlimit import env_seconds
 
 ENV_VAR = "HPUBENCH_PG_TIMEOUT_S"
 DEFAULT_S = 1800.0

@@ -1,4 +1,5 @@
-"""A time limit read from an environment variable, refused as one usage line when it is not one.
+"""A time limit read from an environment variable, refused as one usage line when it is not one. Here, at
+the bottom layer, because the plugin loader (``files``) reads one and the strategies another.
 
 Shared by the variables ``run`` checks before any worker starts and its children read again
 (``HPUBENCH_PLUGIN_IMPORT_TIMEOUT``, ``HPUBENCH_PG_TIMEOUT_S``), so both read a value the same way.
