@@ -189,7 +189,7 @@ def test_export_pytest_benchmark(real_run: Path, tmp_path: Path) -> None:
         (["-b", "{run}", "-c", "{run}", "--max-regression", "lots"], "--max-regression takes a percentage"),
         (["-b", "{run}", "-c", "{run}", "--max-regression", "speed=5%"], "unknown metric 'speed'"),
         (["-b", "{run}", "-c", "{run}", "--correction", "bonferroni"], "correction must be one of"),
-        (["-b", "{run}", "-c", "{run}", "--alpha", "2"], "alpha must be strictly between"),
+        (["-b", "{run}", "-c", "{run}", "--alpha", "2"], "alpha must be at least 1e-06 and below 1"),
         (["-b", "{run}", "-c", "{run}", "--test", "ks"], "test must be one of auto, permutation, welch"),
         (["-b", "{run}", "-c", "{run}", "--statistic", "p90"], "statistic must be one of"),
         (["-b", "{run}", "-c", "{run}", "--memory-floor", "1 parsec"], "--memory-floor takes a size"),
