@@ -140,7 +140,7 @@ def _check_runtime(runtime: Mapping[str, Any]) -> None:
             v = runtime.get(name)
             if v is not None and not (_is_number(v) and math.isfinite(v)):
                 raise RecordError(f"runtime.{name}", f"must be a finite number, got {_short(v)}")
-        elif runtime.get(name) is not None and not isinstance(runtime[name], Mapping):
+        elif kind == "Facts" and runtime.get(name) is not None and not isinstance(runtime[name], Mapping):
             raise RecordError(f"runtime.{name}", f"must be an object, got {_short(runtime[name])}")
 
 

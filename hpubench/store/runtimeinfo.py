@@ -41,7 +41,7 @@ class RuntimeInfo(Mapping[str, Any]):
     mode_requested: str | None = None
     mode_in_force: str | None = None
     compile: Facts | None = None
-    graphs: Facts | None = None
+    graphs: str | None = None  # the graph capture in force, by name (inside torch.compile or not)
     extra_work: Facts | None = None
     run_options: Facts | None = None
     # how it was measured

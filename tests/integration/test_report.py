@@ -284,7 +284,7 @@ def bad_runs(hw_runs, tmp_path):
         (["report", "{gaudi}", "--price-here", "-1"], "--price-here must be a positive number"),
         (["report", "{gaudi}", "{h100}", "--price-here", "2"], "ran on 2 device kinds"),
         (["report", "{gaudi}", "--format", "pdf"], "--format must be one of html, csv, parquet, json"),
-        (["report", "{gaudi}", "--epoch-samples", "0"], "--epoch-samples must be a positive"),
+        (["report", "{gaudi}", "--epoch-samples", "0"], "--epoch-samples must be a number of samples from 1"),
         (["compare", "{gaudi3}", "{evil}"], "nothing to compare"),
         (["compare", "{gaudi}", "{changed}"], "workload definition differs"),
         (["compare", "{gaudi}", "{future}"], f"schema version {SCHEMA_VERSION + 1}"),

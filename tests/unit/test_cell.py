@@ -7,7 +7,7 @@ from hpubench.plan import dimensions
 from hpubench.plan.autosteps import AutoSteps
 from hpubench.plan.cell import FIRST_RELEASE_DIMENSIONS, Cell
 from hpubench.store.record import CellResult, Metrics
-from hpubench.store.recordcheck import MAX_STEP_S, RecordError, check_record
+from hpubench.store.recordcheck import MAX_STEP_S, RUNTIME_KINDS, RecordError, check_record
 from tests.badinput.records import good_record, with_path
 
 
@@ -145,3 +145,17 @@ def test_values_readers_divide_by_are_refused(path: str, value: object, field: s
     with pytest.raises(RecordError) as caught:
         check_record(with_path(record, path, value))
     assert caught.value.field == field
+
+
+def test_every_runtime_fact_has_a_kind_the_record_check_knows() -> None:
+    """A fact declared with a new kind (a list, say) would go unchecked: the check must learn it first."""
+    assert set(RUNTIME_KINDS.values()) == {"str", "int", "float", "Facts"}
+
+
+def test_the_graph_capture_a_worker_records_reads_back() -> None:
+    """The worker records the capture in force by name (hpubench.run.trainstep): the runtime's declared
+    kind must accept what the writer writes, or every graphs cell's record is refused as unreadable."""
+    record = good_record()
+    check_record(with_path(record, "runtime.graphs", "HPU graphs (inside torch.compile)"))
+    with pytest.raises(RecordError):
+        check_record(with_path(record, "runtime.graphs", {"capture": "HPU graphs"}))
