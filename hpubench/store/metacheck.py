@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hpubench.store.recordcheck import is_number, is_whole, short_repr
+
 _TEXT = (
     "hostname",
     "cwd",
@@ -34,43 +36,30 @@ class MetaError(ValueError):
         self.problem = problem
 
 
-def _short(v: object) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _text(d: Mapping[str, Any], name: str, where: str) -> None:
     v = d.get(name)
     if v is not None and not isinstance(v, str):
-        raise MetaError(f"{where}{name}", f"must be a string, got {_short(v)}")
+        raise MetaError(f"{where}{name}", f"must be a string, got {short_repr(v)}")
 
 
 def _object(d: Mapping[str, Any], name: str, where: str = "") -> Mapping[str, Any] | None:
     v = d.get(name)
     if v is not None and not isinstance(v, Mapping):
-        raise MetaError(f"{where}{name}", f"must be an object, got {_short(v)}")
+        raise MetaError(f"{where}{name}", f"must be an object, got {short_repr(v)}")
     return v
 
 
 def _list_of(d: Mapping[str, Any], name: str, where: str, ok: Callable[[object], bool], what: str) -> None:
     v = d.get(name)
     if v is not None and not (isinstance(v, list) and all(ok(x) for x in v)):
-        raise MetaError(f"{where}{name}", f"must be a list of {what}, got {_short(v)}")
+        raise MetaError(f"{where}{name}", f"must be a list of {what}, got {short_repr(v)}")
 
 
 def _check_git(git: Mapping[str, Any]) -> None:
     _text(git, "commit", "git.")
     _text(git, "branch", "git.")
     if git.get("dirty") is not None and not isinstance(git["dirty"], bool):
-        raise MetaError("git.dirty", f"must be true or false, got {_short(git['dirty'])}")
+        raise MetaError("git.dirty", f"must be true or false, got {short_repr(git['dirty'])}")
 
 
 def _check_run_to_run(figures: Mapping[str, Any]) -> None:
@@ -78,23 +67,23 @@ def _check_run_to_run(figures: Mapping[str, Any]) -> None:
     for key, entry in figures.items():
         where = f"run_to_run[{key!r}]"
         if not isinstance(entry, Mapping):
-            raise MetaError(where, f"must be an object of statistic: spread, got {_short(entry)}")
+            raise MetaError(where, f"must be an object of statistic: spread, got {short_repr(entry)}")
         for name, v in entry.items():
-            if name == "runs" and not (_is_int(v) and v >= 0):
-                raise MetaError(f"{where}.runs", f"must be a whole number >= 0, got {_short(v)}")
-            if not (_is_number(v) and v >= 0):
-                raise MetaError(f"{where}.{name}", f"must be a finite number >= 0, got {_short(v)}")
+            if name == "runs" and not (is_whole(v) and v >= 0):
+                raise MetaError(f"{where}.runs", f"must be a whole number >= 0, got {short_repr(v)}")
+            if not (is_number(v) and math.isfinite(v) and v >= 0):
+                raise MetaError(f"{where}.{name}", f"must be a finite number >= 0, got {short_repr(v)}")
 
 
 def _check_shard(shard: Mapping[str, Any]) -> None:
     for name in ("index", "count"):
         v = shard.get(name)
-        if v is not None and not (_is_int(v) and v >= 1):
-            raise MetaError(f"shard.{name}", f"must be a whole number >= 1, got {_short(v)}")
+        if v is not None and not (is_whole(v) and v >= 1):
+            raise MetaError(f"shard.{name}", f"must be a whole number >= 1, got {short_repr(v)}")
     _text(shard, "digest", "shard.")
 
     def pair(x: object) -> bool:
-        return isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _is_int(x[1])
+        return isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and is_whole(x[1])
 
     _list_of(shard, "partition", "shard.", pair, "[cell key, shard number] pairs")
 
@@ -103,8 +92,8 @@ def check_meta(meta: Mapping[str, Any]) -> None:
     """Raise MetaError for the first field a reader uses whose type is wrong."""
     for name in _TEXT:
         _text(meta, name, "")
-    if meta.get("cpu_count") is not None and not (_is_int(meta["cpu_count"]) and meta["cpu_count"] >= 1):
-        raise MetaError("cpu_count", f"must be a whole number >= 1, got {_short(meta['cpu_count'])}")
+    if meta.get("cpu_count") is not None and not (is_whole(meta["cpu_count"]) and meta["cpu_count"] >= 1):
+        raise MetaError("cpu_count", f"must be a whole number >= 1, got {short_repr(meta['cpu_count'])}")
     _list_of(meta, "command_line", "", lambda x: isinstance(x, str), "strings")
     _object(meta, "inventory")
     if (git := _object(meta, "git")) is not None:

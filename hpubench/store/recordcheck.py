@@ -62,11 +62,12 @@ class RecordError(ValueError):
         self.problem = problem
 
 
-def _is_int(v: object) -> bool:
+def is_whole(v: object) -> bool:
+    """An int that is not a bool (JSON true would pass isinstance(v, int)); shared with metacheck."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _is_number(v: object) -> bool:
+def is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -74,15 +75,17 @@ def _int(d: Mapping[str, Any], name: str, where: str, low: int, optional: bool =
     v = d.get(name)
     if v is None and optional:
         return
-    if not _is_int(v) or not low <= v <= MAX_INT:
-        raise RecordError(f"{where}{name}", f"must be a whole number >= {low} and < 2**63, got {_short(v)}")
+    if not is_whole(v) or not low <= v <= MAX_INT:
+        raise RecordError(
+            f"{where}{name}", f"must be a whole number >= {low} and < 2**63, got {short_repr(v)}"
+        )
 
 
 def _float(d: Mapping[str, Any], name: str, where: str, optional: bool = False) -> None:
     v = d.get(name)
     if v is None and optional:
         return
-    if not _is_number(v):
+    if not is_number(v):
         raise RecordError(f"{where}{name}", f"must be a number, got {v!r}")
     if name in _ANY_FLOAT:
         return
@@ -105,9 +108,9 @@ def _times(d: Mapping[str, Any], name: str) -> None:
     if v is None:
         return
     if not isinstance(v, (list, tuple)):
-        raise RecordError(name, f"must be a list of seconds, got {type(v).__name__} {_short(v)}")
+        raise RecordError(name, f"must be a list of seconds, got {type(v).__name__} {short_repr(v)}")
     for i, x in enumerate(v):
-        if not _is_number(x) or not 0 < x <= MAX_STEP_S:
+        if not is_number(x) or not 0 < x <= MAX_STEP_S:
             raise RecordError(
                 f"{name}[{i}]", f"must be a number of seconds > 0 and <= {MAX_STEP_S:g}, got {x!r}"
             )
@@ -118,13 +121,14 @@ def _interval(d: Mapping[str, Any], name: str, optional: bool) -> None:
     if v is None and optional:
         return
     pair = isinstance(v, (list, tuple)) and len(v) == 2
-    if not pair or not all(_is_number(x) and math.isfinite(x) for x in v):
-        raise RecordError(f"metrics.{name}", f"must be [low, high], two finite numbers, got {_short(v)}")
+    if not pair or not all(is_number(x) and math.isfinite(x) for x in v):
+        raise RecordError(f"metrics.{name}", f"must be [low, high], two finite numbers, got {short_repr(v)}")
     if v[0] > v[1]:
         raise RecordError(f"metrics.{name}", f"low end {v[0]} is above high end {v[1]}")
 
 
-def _short(v: object) -> str:
+def short_repr(v: object) -> str:
+    """``v`` as an error message shows it: its repr, cut to 60 characters."""
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -138,10 +142,10 @@ def _check_runtime(runtime: Mapping[str, Any]) -> None:
             _int(runtime, name, "runtime.", 0, optional=True)
         elif kind == "float":
             v = runtime.get(name)
-            if v is not None and not (_is_number(v) and math.isfinite(v)):
-                raise RecordError(f"runtime.{name}", f"must be a finite number, got {_short(v)}")
+            if v is not None and not (is_number(v) and math.isfinite(v)):
+                raise RecordError(f"runtime.{name}", f"must be a finite number, got {short_repr(v)}")
         elif kind == "Facts" and runtime.get(name) is not None and not isinstance(runtime[name], Mapping):
-            raise RecordError(f"runtime.{name}", f"must be an object, got {_short(runtime[name])}")
+            raise RecordError(f"runtime.{name}", f"must be an object, got {short_repr(runtime[name])}")
 
 
 def _check_memory(memory: Mapping[str, Any]) -> None:
@@ -152,7 +156,7 @@ def _check_memory(memory: Mapping[str, Any]) -> None:
 
 def _check_cell(cell: object) -> None:
     if not isinstance(cell, Mapping):
-        raise RecordError("cell", f"must be an object, got {_short(cell)}")
+        raise RecordError("cell", f"must be an object, got {short_repr(cell)}")
     for name in REQUIRED_CELL_FIELDS:
         if name not in cell:
             raise RecordError(f"cell.{name}", "is missing (every hpubench version writes it)")
@@ -179,19 +183,19 @@ def _check_cell(cell: object) -> None:
     _int(cell, "steps", "cell.", 2, optional=True)
     opts = cell.get("options")
     if opts is not None and not isinstance(opts, (Mapping, list, tuple)):
-        raise RecordError("cell.options", f"must be an object of name: value, got {_short(opts)}")
+        raise RecordError("cell.options", f"must be an object of name: value, got {short_repr(opts)}")
     for name in ("auto_steps",):
         if cell.get(name) is not None and not isinstance(cell[name], Mapping):
-            raise RecordError(f"cell.{name}", f"must be an object, got {_short(cell[name])}")
+            raise RecordError(f"cell.{name}", f"must be an object, got {short_repr(cell[name])}")
     ids = cell.get("device_ids")
-    listed = isinstance(ids, (list, tuple)) and all(_is_int(i) and i >= 0 for i in ids)
+    listed = isinstance(ids, (list, tuple)) and all(is_whole(i) and i >= 0 for i in ids)
     if ids is not None and not listed:
-        raise RecordError("cell.device_ids", f"must be a list of device indices, got {_short(ids)}")
+        raise RecordError("cell.device_ids", f"must be a list of device indices, got {short_repr(ids)}")
 
 
 def _check_metrics(m: object) -> None:
     if not isinstance(m, Mapping):
-        raise RecordError("metrics", f"must be an object, got {_short(m)}")
+        raise RecordError("metrics", f"must be an object, got {short_repr(m)}")
     for name in _METRIC_INTS:
         _int(m, name, "metrics.", 1 if name == "samples_per_step" else 0)
     for name in _METRIC_OPT_INTS:
@@ -219,7 +223,7 @@ def check_record(d: Mapping[str, Any]) -> None:
     _float(d, "wall_s", "", optional=True)
     _int(d, "repeat", "", 0, optional=True)
     if not isinstance(d.get("runtime", {}), Mapping):
-        raise RecordError("runtime", f"must be an object, got {_short(d['runtime'])}")
+        raise RecordError("runtime", f"must be an object, got {short_repr(d['runtime'])}")
     _times(d, "step_times_s")
     _times(d, "warmup_times_s")
     if d.get("metrics") is not None:
@@ -227,10 +231,10 @@ def check_record(d: Mapping[str, Any]) -> None:
     for name in ("quality_reasons", "numerics_reasons"):
         reasons = d.get(name)
         if reasons is not None and not isinstance(reasons, (list, tuple)):
-            raise RecordError(name, f"must be a list of lines, got {_short(reasons)}")
+            raise RecordError(name, f"must be a list of lines, got {short_repr(reasons)}")
     for name in ("memory", "telemetry", "loader", "profile", "phases"):
         if d.get(name) is not None and not isinstance(d[name], Mapping):
-            raise RecordError(name, f"must be an object, got {_short(d[name])}")
+            raise RecordError(name, f"must be an object, got {short_repr(d[name])}")
     _check_runtime(d.get("runtime") or {})
     if d.get("memory") is not None:
         _check_memory(d["memory"])
@@ -238,4 +242,4 @@ def check_record(d: Mapping[str, Any]) -> None:
     if timeline is not None and (
         not isinstance(timeline, (list, tuple)) or not all(isinstance(x, Mapping) for x in timeline)
     ):
-        raise RecordError("memory_timeline", f"must be a list of objects, got {_short(timeline)}")
+        raise RecordError("memory_timeline", f"must be a list of objects, got {short_repr(timeline)}")
