@@ -4,9 +4,10 @@ HLML. Shared by the contract tests and the in-process HPU and HLML tests."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -50,6 +51,41 @@ def purge_double() -> None:
     if hook is not None:
         hook.remove()
         module_mod._hpubench_double_lazy_hook = None
+
+
+# The double's own knobs and the bridge's mode: a fresh import starts from none of them.
+DOUBLE_ENV = (
+    "PT_HPU_LAZY_MODE",
+    "HPUBENCH_FAKE_HPU_NAME",
+    "HPUBENCH_FAKE_HPU_COUNT",
+    "HPUBENCH_FAKE_HPU_CALL_LOG",
+)
+
+Load = Callable[..., ModuleType]
+
+
+def fresh_bridge(monkeypatch: pytest.MonkeyPatch) -> Iterator[Load]:
+    """A loader that imports the bridge double fresh with the given mode and knobs and returns
+    ``habana_frameworks.torch.core``; the process's environment and modules are restored afterwards."""
+    saved_env = dict(os.environ)
+    purge_double()
+    monkeypatch.syspath_prepend(str(FAKES))
+
+    def load(lazy_mode: str | None = None, name: str = "GAUDI2", count: int = 8, **extra: str) -> ModuleType:
+        for var in DOUBLE_ENV:
+            os.environ.pop(var, None)
+        if lazy_mode is not None:
+            os.environ["PT_HPU_LAZY_MODE"] = lazy_mode
+        os.environ["HPUBENCH_FAKE_HPU_NAME"] = name
+        os.environ["HPUBENCH_FAKE_HPU_COUNT"] = str(count)
+        os.environ.update(extra)
+        purge_double()
+        return importlib.import_module("habana_frameworks.torch.core")
+
+    yield load
+    purge_double()
+    os.environ.clear()
+    os.environ.update(saved_env)
 
 
 def _forget_pyhlml() -> list[str]:

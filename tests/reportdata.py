@@ -52,6 +52,9 @@ def hpubench_cli(
     )
 
 
+FAKE_TRACEBACK = "Traceback (most recent call last):\n  boom"
+
+
 def fake_result(
     workload: str,
     accelerator: str,
@@ -93,23 +96,12 @@ def fake_result(
         steps=12,
     )
     runtime = {
-        "accelerator": accelerator,
-        "device_name": device_name,
-        "software": software or {"torch": "2.6.0"},
+        **fake_runtime(accelerator, device_name, software or {"torch": "2.6.0"}, batch, mode),
         "env_flags": env_flags or {},
-        "batch_size": batch,
-        "mode_in_force": mode,
-        "timing": "time.perf_counter around each step, device synchronised before and after",
         **(facts or {}),
     }
     if status != STATUS_OK:
-        return CellResult(
-            cell,
-            status,
-            reason=reason,
-            traceback_tail="Traceback (most recent call last):\n  boom",
-            runtime=runtime,
-        )
+        return CellResult(cell, status, reason=reason, traceback_tail=FAKE_TRACEBACK, runtime=runtime)
     world = devices * nodes
     rng = np.random.default_rng(seed)
     steps = tuple(float(x) for x in rng.normal(step_s, step_s * noise, size=12))
@@ -126,19 +118,6 @@ def fake_result(
         world_size=world,
         peak=peak_for(accelerator, device_name, precision),
     )
-    samples_tl = ()
-    if timeline:
-        samples_tl = tuple(
-            MemorySample(
-                step=i,
-                phase="start" if i == 0 else "warmup" if i <= 2 else "measured",
-                t_s=i * step_s,
-                in_use_bytes=(4 + min(i, 3) * 2) * GIB,
-                peak_allocated_bytes=peak_bytes,
-                limit_bytes=96 * GIB,
-            )
-            for i in range(15)
-        )
     return with_quality(
         CellResult(
             cell,
@@ -148,10 +127,39 @@ def fake_result(
             runtime=runtime,
             step_times_s=steps,
             warmup_times_s=warmup,
-            memory_timeline=samples_tl,
+            memory_timeline=fake_timeline(step_s, peak_bytes) if timeline else (),
             numerics=numerics,
             numerics_reasons=numerics_reasons,
         )
+    )
+
+
+def fake_runtime(
+    accelerator: str, device_name: str, software: dict[str, str], batch: int, mode: str
+) -> dict[str, object]:
+    """The runtime facts every fake record carries, as a worker on that device writes them."""
+    return {
+        "accelerator": accelerator,
+        "device_name": device_name,
+        "software": software,
+        "batch_size": batch,
+        "mode_in_force": mode,
+        "timing": "time.perf_counter around each step, device synchronised before and after",
+    }
+
+
+def fake_timeline(step_s: float, peak_bytes: int) -> tuple[MemorySample, ...]:
+    """A memory timeline of 15 samples: start, two warm-up steps, then measured steps at a steady level."""
+    return tuple(
+        MemorySample(
+            step=i,
+            phase="start" if i == 0 else "warmup" if i <= 2 else "measured",
+            t_s=i * step_s,
+            in_use_bytes=(4 + min(i, 3) * 2) * GIB,
+            peak_allocated_bytes=peak_bytes,
+            limit_bytes=96 * GIB,
+        )
+        for i in range(15)
     )
 
 

@@ -6,11 +6,21 @@ import math
 
 import numpy as np
 
+from hpubench.analysis.gate.rules import GateSettings
 from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
 from hpubench.store.record import CellResult, Metrics
 
 MIB = 1 << 20
+CELLS = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
+# Most gate tests use stationary step noise (AR(1), no slow stretches), for which the mean is the
+# efficient statistic; the default (fastest step, permutation test) is tested on regime noise.
+MEAN = GateSettings(statistic="mean")
+
+
+def by_key(result) -> dict:
+    """A gate result's cell verdicts by their match key."""
+    return {v.key: v for v in result.cells}
 
 
 def make_metrics(steps: tuple[float, ...], samples_per_step: int) -> Metrics:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from gatedata import MIB, ar1_steps, make_result, make_side, regime_side
+from gatedata import CELLS, MEAN, MIB, ar1_steps, by_key, make_result, make_side, regime_side
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -17,12 +17,10 @@ from hpubench.analysis.gate.outcomes import (
     FIXED,
     IMPROVEMENT,
     INSUFFICIENT,
-    MEMORY,
     MISSING,
     NEW,
     NO_CHANGE,
     NOISY,
-    NOT_TESTED,
     REGRESSION,
     SKIPPED,
     STILL_FAILING,
@@ -35,19 +33,9 @@ from hpubench.analysis.gate.rules import (
 )
 from hpubench.analysis.stats.estimator import RunSpread, estimate_change
 from hpubench.errors import UsageError
-from hpubench.measure.memory import MemoryStats
 from hpubench.plan.cell import Cell
 from hpubench.store.record import CellResult
 from hpubench.store.runtimeinfo import RuntimeInfo
-
-CELLS = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
-# Most tests here use stationary step noise (AR(1), no slow stretches), for which the mean is the
-# efficient statistic; the default (fastest step, permutation test) is tested on regime noise at the end.
-MEAN = GateSettings(statistic="mean")
-
-
-def _by_key(result):
-    return {v.key: v for v in result.cells}
 
 
 def test_a_a_passes_and_reports_no_change() -> None:
@@ -76,7 +64,7 @@ def test_a_slowdown_is_a_regression_that_fails_the_gate(
     )
     res = gate(base, cur, settings)
     assert not res.passed and res.exit_code == 1
-    v = _by_key(res)[CELLS[0].match_key]
+    v = by_key(res)[CELLS[0].match_key]
     assert v.outcome == REGRESSION and v.fails
     assert v.throughput.change == pytest.approx(1 / (1 + slowdown) - 1, abs=0.03)
     assert v.throughput.p_adjusted <= res.settings.alpha
@@ -177,81 +165,13 @@ def test_a_single_current_run_borrows_the_baselines_run_to_run_spread() -> None:
     assert x.throughput.interval[1] - x.throughput.interval[0] > 0.2
 
 
-def test_memory_growth_beyond_threshold_and_floor_regresses() -> None:
-    rng = np.random.default_rng(8)
-    dev = "torch.cuda.memory_stats"
-    base = make_side(rng, CELLS, peak=300 * MIB, source=dev)
-    cur = make_side(rng, CELLS[:1], peak=330 * MIB, source=dev) + make_side(
-        rng, CELLS[1:], peak=300 * MIB + MIB // 2, source=dev
-    )
-    res = gate(base, cur)
-    by = _by_key(res)
-    v = by[CELLS[0].match_key]
-    assert v.outcome == REGRESSION and v.memory.decision == REGRESSION
-    assert v.memory.change == pytest.approx(0.1)
-    assert "peak memory +10.0%" in v.reason
-    assert by[CELLS[1].match_key].memory.decision == NO_CHANGE
-
-
-def test_process_rss_growth_needs_three_runs_a_side() -> None:
-    """A process's resident set varies by 10-15% between identical runs on this VM: one or two runs a side
-    cannot fail on it; three a side, every current peak above every baseline one, can."""
-    rng = np.random.default_rng(33)
-    for runs in (1, 2):
-        (v,) = gate(
-            make_side(rng, CELLS[:1], repeats=runs, peak=300 * MIB),
-            make_side(rng, CELLS[:1], repeats=runs, peak=350 * MIB),
-            MEAN,
-        ).cells
-        assert v.memory.decision == NOISY and not v.fails and "3 or more runs a side" in v.memory.detail
-    (w,) = gate(
-        make_side(rng, CELLS[:1], repeats=3, peak=300 * MIB),
-        make_side(rng, CELLS[:1], repeats=3, peak=350 * MIB),
-        MEAN,
-    ).cells
-    assert w.memory.decision == REGRESSION and w.fails
-
-
-def test_memory_growth_under_the_absolute_floor_passes() -> None:
-    rng = np.random.default_rng(9)
-    # 20% of 2 MiB is 0.4 MiB: past the relative threshold, under the 1 MiB floor.
-    res = gate(make_side(rng, CELLS[:1], peak=2 * MIB), make_side(rng, CELLS[:1], peak=int(2.4 * MIB)))
-    assert res.passed and res.cells[0].memory.decision == NO_CHANGE
-
-
-def test_memory_with_repeats_needs_separated_runs() -> None:
-    rng = np.random.default_rng(10)
-    base = [
-        replace(r, memory=MemoryStats("process", peak_allocated_bytes=p))
-        for r, p in zip(make_side(rng, CELLS[:1], repeats=3), [300 * MIB, 360 * MIB, 310 * MIB], strict=True)
-    ]
-    cur = [
-        replace(r, memory=MemoryStats("process", peak_allocated_bytes=p))
-        for r, p in zip(make_side(rng, CELLS[:1], repeats=3), [340 * MIB, 350 * MIB, 345 * MIB], strict=True)
-    ]
-    (v,) = gate(base, cur).cells
-    assert v.memory.decision == NOISY and not v.fails  # the medians differ by 11%, the runs overlap
-
-
-def test_memory_of_different_sources_is_not_compared() -> None:
-    rng = np.random.default_rng(11)
-    base = make_side(rng, CELLS[:1])
-    cur = [
-        replace(r, memory=MemoryStats("hpu.memory_stats", peak_allocated_bytes=10 * MIB))
-        for r in make_side(rng, CELLS[:1])
-    ]
-    (v,) = gate(base, cur).cells
-    assert v.memory.metric == MEMORY and v.memory.decision == NOT_TESTED
-    assert "not comparable" in v.memory.detail
-
-
 def test_failed_in_current_but_not_in_baseline_fails_the_gate() -> None:
     rng = np.random.default_rng(12)
     base = make_side(rng, CELLS, repeats=2)
     cur = make_side(rng, CELLS, repeats=2)
     cur[0] = CellResult(CELLS[0], "failed", reason="RuntimeError: boom", repeat=0)
     res = gate(base, cur)
-    v = _by_key(res)[CELLS[0].match_key]
+    v = by_key(res)[CELLS[0].match_key]
     assert v.outcome == FAILED and v.fails
     assert v.reason == "failed in 1 of 2 repetitions: RuntimeError: boom"
     assert res.exit_code == 1
@@ -263,7 +183,7 @@ def test_failed_on_both_sides_is_reported_and_fixed_cells_pass() -> None:
     base = [broken, *make_side(rng, CELLS[1:2]), CellResult(CELLS[2], "failed", reason="old bug")]
     cur = [broken, *make_side(rng, CELLS[1:])]
     res = gate(base, cur)
-    by = _by_key(res)
+    by = by_key(res)
     assert by[CELLS[0].match_key].outcome == STILL_FAILING
     assert by[CELLS[2].match_key].outcome == FIXED
     assert res.passed
@@ -276,7 +196,7 @@ def test_missing_cells_are_reported_and_fail_by_policy(policy: str, fails: bool)
     skipped = CellResult(CELLS[1], "skipped", reason="no cuda device on this machine")
     cur = [*make_side(rng, CELLS[:1]), skipped, *make_side(rng, [Cell("bert")])]
     res = gate(base, cur, GateSettings(missing=policy))
-    by = _by_key(res)
+    by = by_key(res)
     assert by[CELLS[1].match_key].outcome == MISSING
     assert "skipped in current: no cuda device" in by[CELLS[1].match_key].reason
     assert by[CELLS[2].match_key].outcome == MISSING
@@ -289,7 +209,7 @@ def test_skipped_on_both_sides_is_neither_pass_nor_fail() -> None:
     rng = np.random.default_rng(15)
     sk = CellResult(CELLS[1], "skipped", reason="lazy mode exists only on HPU")
     res = gate([*make_side(rng, CELLS[:1]), sk], [*make_side(rng, CELLS[:1]), sk])
-    assert _by_key(res)[CELLS[1].match_key].outcome == SKIPPED
+    assert by_key(res)[CELLS[1].match_key].outcome == SKIPPED
     assert res.passed
 
 
