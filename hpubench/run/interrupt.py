@@ -22,6 +22,16 @@ class Terminated(KeyboardInterrupt):
     """The process got SIGTERM."""
 
 
+# Whether SIGTERM interrupted this process: typer turns any KeyboardInterrupt raised outside a run's loop
+# (while the plan is made, say) into exit code 130 and drops the exception, so the CLI asks here.
+_terminated = threading.Event()
+
+
+def was_terminated() -> bool:
+    """Whether a SIGTERM was raised as ``Terminated`` since ``sigterm_raises`` was entered."""
+    return _terminated.is_set()
+
+
 class RunInterrupted(BaseException):
     """A run stopped by Ctrl-C or SIGTERM, with its last words; a BaseException, so that nothing on the way
     out mistakes it for an error of its own."""
@@ -40,6 +50,7 @@ def exit_code(exc: BaseException | None) -> int:
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     # Once: a second SIGTERM while the first one's cleanup runs must not cut that cleanup short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _terminated.set()
     raise Terminated
 
 
@@ -54,6 +65,7 @@ def sigterm_raises() -> Iterator[None]:
     if previous == signal.SIG_IGN:
         yield
         return
+    _terminated.clear()
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield

@@ -107,3 +107,40 @@ def test_an_interrupted_run_says_how_to_resume_and_the_resume_finishes_it(
     assert len(keys) == len(set(keys)) == 4  # the resume ran exactly the missing cells
     assert [p for p in _pids(pidfile) if _alive(p)] == []
     assert list(scratch.glob("hpubench-launch-*")) == []
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_while_the_plan_is_made_says_so_and_exits_with_the_signals_code(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    # typer turns a KeyboardInterrupt outside the run's loop into a silent 130, SIGTERM's included
+    started = tmp_path / "importing"
+    plugin = tmp_path / "slow_import.py"
+    plugin.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hpubench", "run", "-w", "mlp", "--workloads-from", str(plugin), "-o", "run"],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():  # the workload file is being imported: the plan is not made yet
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the workload file was never imported"
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1] == "interrupted", stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert list(scratch.glob("hpubench-launch-*")) == []  # the zygote stopped, its scratch removed

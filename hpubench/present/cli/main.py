@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> None:
         with interrupt.sigterm_raises():  # SIGTERM unwinds like Ctrl-C: children stopped, scratch removed
             # standalone_mode=False: returns typer.Exit's code instead of raising it
             code = app(args=argv, prog_name="hpubench", standalone_mode=False)
+        if code == interrupt.SIGINT_EXIT:  # typer's code for a Ctrl-C or SIGTERM outside a run's loop
+            err_console.print("interrupted")
+            sys.exit(interrupt.SIGTERM_EXIT if interrupt.was_terminated() else code)
         if isinstance(code, int) and code:
             sys.exit(code)
     except interrupt.RunInterrupted as exc:  # what was recorded and the command that resumes
