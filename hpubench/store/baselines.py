@@ -9,8 +9,12 @@ Layout (the default directory is ``.hpubench/baselines`` under the current direc
 
 A baseline directory is an ordinary run directory, so every command that reads results reads it. It is
 written beside its final place and renamed into it, so a reader sees the old baseline or the new one,
-never half of one; the index is replaced atomically under a lock. Commit the directory to the repository
-(records are small: a few KB per cell) or keep it in a CI cache keyed by the branch.
+never half of one; the index is replaced atomically under a lock. A save killed between its rename and
+the index's would leave the index describing the old baseline, so the new entry is first written beside
+it (``.NAME.pending-PID.json``, with an id the new baseline's meta.json holds too): a reader takes a
+pending entry whose baseline is in place, and the next save writes it into the index. Commit the
+directory to the repository (records are small: a few KB per cell) or keep it in a CI cache keyed by the
+branch.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -113,7 +118,33 @@ def read_index(directory: str | os.PathLike[str] = DEFAULT_DIR) -> dict[str, dic
     entries = data.get("baselines") if isinstance(data, dict) else None
     if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
         raise UsageError(f"{path} is not a baselines index; fix: restore it or delete it")
-    return data["baselines"]
+    return {**entries, **_published_pending(Path(directory))}
+
+
+def _pending_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob(".*.pending-*.json"), key=lambda p: p.name)
+
+
+def _published_pending(directory: Path) -> dict[str, dict[str, Any]]:
+    """The index entries of saves killed after their baseline was renamed into place (its meta.json holds
+    the pending entry's id) but before the index was written; a pending entry whose baseline is not in
+    place (the save died earlier, or its old copy was put back) is ignored."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in _pending_files(directory):
+        try:
+            pending = json.loads(path.read_text())
+            name, save_id, entry = pending["name"], pending["save_id"], pending["entry"]
+        except (OSError, ValueError, RecursionError, TypeError, KeyError):
+            continue  # gone meanwhile (its save finished), or cut short before it was renamed into place
+        if not (isinstance(name, str) and _NAME_RE.fullmatch(name) and isinstance(entry, dict)):
+            continue
+        try:
+            saved = ResultStore(directory / name).read_meta() or {}
+        except UsageError:
+            continue
+        if isinstance(saved.get("baseline"), dict) and saved["baseline"].get("save_id") == save_id:
+            found[name] = entry
+    return found
 
 
 def save(
@@ -141,48 +172,23 @@ def save(
         _restore_interrupted(directory, name)
         if target.exists() and not force:
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
-        saved_at = utc_now_iso()
         meta = _run_meta(source)
         # Cells with repeats keep their run-to-run spread; cells without keep the one the baseline being
         # replaced had, so a CI job that re-saves one run per build keeps what an earlier --repeat measured.
         spreads = {**read_run_to_run(target), **spreads_of(records)} if force else spreads_of(records)
         if spreads:
             meta[RUN_TO_RUN] = spreads
-        meta["baseline"] = {"name": name, "saved_at": saved_at, "source": str(source.resolve()), "note": note}
-        tmp = directory / f".{name}.tmp-{os.getpid()}"
-        old = directory / f".{name}.old-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            tmp.mkdir(parents=True)
-            write_file_synced(tmp / CELLS_FILE, b"".join(record_line(r) for r in records))
-            write_json_atomic(tmp / META_FILE, meta)
-            if target.exists():
-                os.rename(target, old)
-            os.rename(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        except BaseException as e:  # a full disk or a Ctrl-C: the old baseline (if any) stays as it was
-            shutil.rmtree(tmp, ignore_errors=True)
-            if old.exists() and not target.exists():
-                with contextlib.suppress(OSError):
-                    os.rename(old, target)
-            if not isinstance(e, OSError):
-                raise
-            raise UsageError(
-                f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
-                "fix: free space or give a writable --dir"
-            ) from None
-        git = meta.get("git") or {}
-        index[name] = {
-            "saved_at": saved_at,
+        meta["baseline"] = {
+            "name": name,
+            "saved_at": utc_now_iso(),
             "source": str(source.resolve()),
             "note": note,
-            "run_started_at": meta.get("started_at"),
-            "hostname": meta.get("hostname"),
-            "git_commit": git.get("commit"),
-            "git_dirty": git.get("dirty"),
-            **_summary(records),
-            "run_to_run_cells": len(spreads),
+            "save_id": f"{os.getpid()}-{time.time_ns()}",  # what a pending index entry is matched by
         }
+        index[name] = _index_entry(meta, records, spreads)
+        stale = _pending_files(directory)  # of saves killed earlier: read_index took those in place
+        pending = directory / f".{name}.pending-{os.getpid()}.json"
+        _publish(directory, name, records, meta, pending, index[name])
         try:
             write_json_atomic(directory / INDEX_FILE, {"version": INDEX_VERSION, "baselines": index})
         except OSError as e:
@@ -190,7 +196,67 @@ def save(
                 f"baseline {name!r} was saved in {target} but the index {directory / INDEX_FILE} could not "
                 f"be written: {os_error_text(e)}; fix: free space, then save it again with --force"
             ) from None
+        for path in [*stale, pending]:
+            with contextlib.suppress(OSError):
+                path.unlink()
     return target
+
+
+def _index_entry(meta: dict[str, Any], records: list[CellResult], spreads: dict[str, Any]) -> dict[str, Any]:
+    """What the index keeps of a baseline: enough to list it and place it in history without reading it."""
+    saved, git = meta["baseline"], meta.get("git") or {}
+    return {
+        "saved_at": saved["saved_at"],
+        "source": saved["source"],
+        "note": saved["note"],
+        "run_started_at": meta.get("started_at"),
+        "hostname": meta.get("hostname"),
+        "git_commit": git.get("commit"),
+        "git_dirty": git.get("dirty"),
+        **_summary(records),
+        "run_to_run_cells": len(spreads),
+    }
+
+
+def _publish(
+    directory: Path,
+    name: str,
+    records: list[CellResult],
+    meta: dict[str, Any],
+    pending: Path,
+    entry: dict[str, Any],
+) -> None:
+    """Write the baseline beside its place and rename it in, its index entry pending first (the lock is
+    held); on a full disk or a Ctrl-C the old baseline, if any, stays as it was."""
+    target = directory / name
+    tmp = directory / f".{name}.tmp-{os.getpid()}"
+    old = directory / f".{name}.old-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    placed = False
+    try:
+        write_json_atomic(pending, {"name": name, "save_id": meta["baseline"]["save_id"], "entry": entry})
+        tmp.mkdir(parents=True)
+        write_file_synced(tmp / CELLS_FILE, b"".join(record_line(r) for r in records))
+        write_json_atomic(tmp / META_FILE, meta)
+        if target.exists():
+            os.rename(target, old)
+        os.rename(tmp, target)
+        placed = True
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not placed:  # once the new baseline is in place, its pending entry is what the index lacks
+            with contextlib.suppress(OSError):
+                pending.unlink()
+        if old.exists() and not target.exists():
+            with contextlib.suppress(OSError):
+                os.rename(old, target)
+        if not isinstance(e, OSError):
+            raise
+        raise UsageError(
+            f"cannot save baseline {name!r} in {directory}: {os_error_text(e)}; "
+            "fix: free space or give a writable --dir"
+        ) from None
 
 
 def check_store_dir(directory: str | os.PathLike[str]) -> None:

@@ -4,6 +4,7 @@ a full disk. Each must leave what was there before whole and readable."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -66,6 +67,55 @@ def test_a_kill_between_the_renames_is_undone_by_the_next_reader_or_save(tmp_pat
     with pytest.raises(UsageError, match="already exists"):
         _save(_run(tmp_path / "new", 0.2), directory)  # restored first, so not silently replaced
     assert _steps(directory / "main") == before
+
+
+# A save killed by SIGKILL right after the rename named in argv[4] (its destination's name).
+_KILLED_SAVE = """
+import os, sys
+from pathlib import Path
+from hpubench.analysis.runspread import run_to_run_figures
+from hpubench.store import baselines
+real = os.rename
+def rename(src, dst):
+    real(src, dst)
+    if Path(dst).name.startswith(sys.argv[4]):
+        os.kill(os.getpid(), 9)
+os.rename = rename
+baselines.save(sys.argv[1], sys.argv[3], sys.argv[2], force=True, spreads_of=run_to_run_figures)
+"""
+
+
+def _killed_save(run: Path, directory: Path, name: str, after: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_SAVE, str(run), str(directory), name, after],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", ["main", "v2"])  # replacing a baseline, and a new one
+def test_a_save_killed_before_its_index_is_written_is_listed_as_saved(name: str, tmp_path: Path) -> None:
+    directory = tmp_path / "bl"
+    _save(_run(tmp_path / "old", 0.1), directory)
+    new = _run(tmp_path / "new", 0.2)
+    _killed_save(new, directory, name, after=name)  # the new baseline is in place, the index not written
+    assert baselines.read_index(directory)[name]["source"] == str(new.resolve())
+    assert _steps(baselines.resolve(name, directory)) == _steps(new)
+    baselines.save(_run(tmp_path / "third", 0.3), "third", directory, spreads_of=run_to_run_figures)
+    on_disk = json.loads((directory / "index.json").read_text())["baselines"]
+    assert on_disk[name]["source"] == str(new.resolve())  # the next save wrote it into the index
+    assert not list(directory.glob(".*pending*"))
+
+
+def test_a_save_killed_with_the_old_baseline_aside_keeps_the_old_entry(tmp_path: Path) -> None:
+    directory = tmp_path / "bl"
+    old = _run(tmp_path / "old", 0.1)
+    _save(old, directory)
+    _killed_save(_run(tmp_path / "new", 0.2), directory, "main", after=".main.old-")
+    assert _steps(baselines.resolve("main", directory)) == _steps(old)  # put back by the reader
+    assert baselines.read_index(directory)["main"]["source"] == str(old.resolve())
 
 
 def test_a_run_filling_the_merge_output_after_its_check_is_not_overwritten(
