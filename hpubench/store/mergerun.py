@@ -2,8 +2,10 @@
 
 Everything is read and checked before the output exists: a refused merge (a conflict, a missing input,
 an output that already holds a run) leaves the file system as it was. The output is claimed as a run
-directory is (``hpubench.store.runlock``), so a run cannot write into it meanwhile; records are written to a
-temporary file and renamed into place, then meta.json (atomically), then the kept records' worker logs.
+directory is (``hpubench.store.runlock``), so a run cannot write into it meanwhile. Everything is written
+into a hidden staging directory inside the output first, then renamed into place with the records last:
+a merge killed midway leaves no records, so no reader takes it for a finished one, and the same command
+run again clears what it left and merges.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from pathlib import Path
 
 from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store import runlock
-from hpubench.store.layout import CELLS_FILE, META_FILE, baseline_store_of, results_dir_of
+from hpubench.store.layout import CELLS_FILE, LOGS_DIR, META_FILE, baseline_store_of, results_dir_of
 from hpubench.store.merge import Merged, Source, combine
 from hpubench.store.rundir import ResultStore, record_line, write_file_synced
 from hpubench.store.runmeta import utc_now_iso
+
+STAGING_PREFIX = ".merge-"  # + pid: the staging directory inside the output
 
 
 def _read(path: Path) -> Source:
@@ -46,7 +50,8 @@ def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
     for src in inputs:
         if Path(src.path).resolve() == real:
             raise UsageError(f"-o {out} is one of the inputs; fix: merge into a new directory")
-    if ResultStore(out).exists():
+    unfinished = _unfinished_merge(out)
+    if ResultStore(out).exists() and not unfinished:
         raise UsageError(f"-o {out} already holds a run; fix: merge into a new directory")
     inside = results_dir_of(real)
     if inside is not None:
@@ -56,8 +61,26 @@ def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
     store = baseline_store_of(real / CELLS_FILE)
     if store is not None:
         raise UsageError(f"-o {out} is inside the baseline store {store}; fix: give a path outside it")
-    if out.is_dir() and any(p.name != runlock.LOCK_FILE for p in out.iterdir()):
+    if out.is_dir() and any(p.name != runlock.LOCK_FILE and p not in unfinished for p in out.iterdir()):
         raise UsageError(f"-o {out} already holds other files; fix: merge into a new or empty directory")
+
+
+def _unfinished_merge(out: Path) -> list[Path]:
+    """What a merge killed midway left in ``out``: its staging directories and, once it had renamed them
+    into place, its meta.json (which says it is a merge) and logs; never records, which come last. Empty
+    where ``out`` holds anything else."""
+    if not out.is_dir() or (out / CELLS_FILE).exists():
+        return []
+    left = [p for p in out.iterdir() if p.name.startswith(STAGING_PREFIX) and p.is_dir()]
+    if (out / META_FILE).exists():
+        try:
+            meta = ResultStore(out).read_meta()
+        except UsageError:
+            return []
+        if not (isinstance(meta, dict) and "merged" in meta):
+            return []
+        left += [p for p in (out / META_FILE, out / LOGS_DIR) if p.exists()]
+    return left
 
 
 def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:
@@ -73,11 +96,13 @@ def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:
         runlock.abandon(out)
         raise
     try:
+        for path in _unfinished_merge(out):  # ours to clear now: the claim is held, its writer is gone
+            _remove(path)
         _write(out, merged, sources)
     except (OSError, WriteFailed) as exc:
-        for name in (CELLS_FILE, META_FILE):
-            with contextlib.suppress(OSError):
-                (out / name).unlink()
+        for path in out.iterdir():  # everything but the claim is this merge's: the output had nothing else
+            if path.name != runlock.LOCK_FILE:
+                _remove(path)
         runlock.abandon(out)
         why = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
         raise UsageError(f"cannot write the merged run to {out}: {why}") from None
@@ -85,19 +110,27 @@ def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:
     return merged
 
 
-def _write(out: Path, merged: Merged, sources: Sequence[Source]) -> None:
-    tmp = out / f".{CELLS_FILE}.{os.getpid()}.tmp"
-    try:
-        write_file_synced(tmp, b"".join(record_line(r) for r in merged.records))
-        os.replace(tmp, out / CELLS_FILE)
-    finally:
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
         with contextlib.suppress(OSError):
-            tmp.unlink()
-    ResultStore(out).write_meta(merged.meta)
-    target = ResultStore(out)
+            path.unlink()
+
+
+def _write(out: Path, merged: Merged, sources: Sequence[Source]) -> None:
+    staging = out / f"{STAGING_PREFIX}{os.getpid()}"
+    staging.mkdir()
+    stage = ResultStore(staging)
     for r, i in zip(merged.records, merged.origins, strict=True):
         log = ResultStore(sources[i].path).log_path(r.key, r.repeat)
         if log.is_file():
-            dest = target.log_path(r.key, r.repeat)
+            dest = stage.log_path(r.key, r.repeat)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(log, dest)
+    stage.write_meta(merged.meta)
+    write_file_synced(staging / CELLS_FILE, b"".join(record_line(r) for r in merged.records))
+    for name in (LOGS_DIR, META_FILE, CELLS_FILE):  # the records last: until then, no reader takes it
+        if (staging / name).exists():
+            os.rename(staging / name, out / name)
+    staging.rmdir()

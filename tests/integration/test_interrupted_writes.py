@@ -138,6 +138,53 @@ def test_a_run_filling_the_merge_output_after_its_check_is_not_overwritten(
     runlock.release(out)
 
 
+# A merge killed by SIGKILL at its first rename into the output (argv[3] "first"), or right after the rename
+# of the file named in argv[3].
+_KILLED_MERGE = """
+import os, sys
+from pathlib import Path
+from hpubench.store import mergerun
+real = os.rename
+def rename(src, dst):
+    if sys.argv[3] == "first":
+        os.kill(os.getpid(), 9)
+    real(src, dst)
+    if Path(dst).name == sys.argv[3]:
+        os.kill(os.getpid(), 9)
+os.rename = rename
+mergerun.merge_dirs(sys.argv[1].split(","), Path(sys.argv[2]), ["hpubench", "results", "merge"])
+"""
+
+
+@pytest.mark.parametrize("at", ["first", "meta.json"])
+def test_a_merge_killed_midway_is_never_read_as_finished_and_the_same_merge_completes_it(
+    at: str, tmp_path: Path
+) -> None:
+    a, b = _run(tmp_path / "a", 0.1), _run(tmp_path / "b", 0.2, "gpt")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_MERGE, f"{a},{b}", str(out), at],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert ResultStore(out).load() == []  # no records: nothing a reader could take for the merged run
+    merged = mergerun.merge_dirs([a, b], out, ["hpubench", "results", "merge"])
+    assert sorted(r.step_times_s for r in ResultStore(out).load()) == sorted([_steps(a), _steps(b)])
+    assert len(merged.records) == 2 and "merged" in (ResultStore(out).read_meta() or {})
+    assert sorted(p.name for p in out.iterdir()) == [".hpubench-run.lock", "cells.jsonl", "meta.json"]
+
+
+def test_a_finished_run_is_not_taken_for_an_unfinished_merge(tmp_path: Path) -> None:
+    a, b = _run(tmp_path / "a", 0.1), _run(tmp_path / "b", 0.2, "gpt")
+    out = _run(tmp_path / "out", 0.3)
+    (out / "cells.jsonl").unlink()  # a run's meta.json without records: not a merge's, so not cleared
+    with pytest.raises(UsageError, match="already holds a run"):
+        mergerun.merge_dirs([a, b], out, ["hpubench", "results", "merge"])
+    assert (out / "meta.json").exists()
+
+
 def _full_disk_at(limit: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
