@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -45,6 +45,35 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+def _interrupted(
+    argv: list[str], env: dict[str, str], cwd: Path, ready: Callable[[], bool], sig: signal.Signals
+) -> tuple[int, str]:
+    """Start ``hpubench`` with ``argv`` as a terminal would, send ``sig`` once ``ready()``; its exit code
+    and stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hpubench", *argv],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not ready():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "not ready to be interrupted within 240 s"
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, stderr
+
+
 @pytest.fixture
 def pidfile(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "grandchildren.pids"
@@ -64,30 +93,12 @@ def test_an_interrupted_run_says_how_to_resume_and_the_resume_finishes_it(
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), "HPUBENCH_TEST_PIDFILE": str(pidfile)}
     argv = [*ARGS, "--workloads-from", PLUGIN, "-o", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hpubench", *argv],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
+    # one cell recorded and the next one's grandchild started: interrupt in the middle of a cell
+    returncode, stderr = _interrupted(
+        argv, env, tmp_path, lambda: len(_records(out)) >= 1 and len(_pids(pidfile)) >= 2, sig
     )
-    try:
-        deadline = time.monotonic() + 240
-        # one cell recorded and the next one's grandchild started: interrupt in the middle of a cell
-        while not (len(_records(out)) >= 1 and len(_pids(pidfile)) >= 2):
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no record within 240 s"
-            time.sleep(0.05)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
 
-    assert proc.returncode == code, stderr[-3000:]
+    assert returncode == code, stderr[-3000:]
     recorded = _records(out)  # every line whole and loadable
     assert 1 <= len(recorded) < 4
     last = stderr.strip().splitlines()[-1]
@@ -119,28 +130,11 @@ def test_an_interrupt_while_the_plan_is_made_says_so_and_exits_with_the_signals_
     plugin.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hpubench", "run", "-w", "mlp", "--workloads-from", str(plugin), "-o", "run"],
-        env={**os.environ, "TMPDIR": str(scratch)},
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not started.exists():  # the workload file is being imported: the plan is not made yet
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "the workload file was never imported"
-            time.sleep(0.05)
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == code, stderr[-3000:]
+    # interrupted while the workload file is being imported: the plan is not made yet
+    argv = ["run", "-w", "mlp", "--workloads-from", str(plugin), "-o", "run"]
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    returncode, stderr = _interrupted(argv, env, tmp_path, started.exists, sig)
+    assert returncode == code, stderr[-3000:]
     assert stderr.strip().splitlines()[-1] == "interrupted", stderr[-3000:]
     assert "Traceback" not in stderr
     assert list(scratch.glob("hpubench-launch-*")) == []  # the zygote stopped, its scratch removed
