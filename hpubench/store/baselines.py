@@ -63,6 +63,21 @@ def _run_meta(results_path: Path) -> dict[str, Any]:
     return ResultStore(run_dir).read_meta() or {}
 
 
+READ_TRIES = 5
+
+
+def _read_source(source: Path) -> tuple[list[CellResult], dict[str, Any]]:
+    """A run's records and metadata as of one moment. A baseline that another save replaces meanwhile
+    (renamed over) would otherwise give the records of one run and the metadata of the other; the
+    metadata read before and after the records must agree."""
+    for _ in range(READ_TRIES):
+        meta = _run_meta(source)
+        records = load_results([str(source)])
+        if _run_meta(source) == meta:
+            return records, meta
+    raise UsageError(f"{source} was replaced while it was read, {READ_TRIES} times; fix: save it again")
+
+
 def _summary(records: list[CellResult]) -> dict[str, Any]:
     statuses = Counter(r.status for r in records)
     return {
@@ -162,7 +177,7 @@ def save(
     check_name(name)
     check_store_dir(directory)
     source = Path(results)
-    records = load_results([str(source)])
+    records, meta = _read_source(source)
     if not records:
         raise UsageError(f"{source} holds no result records; fix: save a run that has finished cells")
     directory = Path(directory)
@@ -172,7 +187,6 @@ def save(
         _restore_interrupted(directory, name)
         if target.exists() and not force:
             raise UsageError(f"baseline {name!r} already exists in {directory}; pass --force to replace it")
-        meta = _run_meta(source)
         # Cells with repeats keep their run-to-run spread; cells without keep the one the baseline being
         # replaced had, so a CI job that re-saves one run per build keeps what an earlier --repeat measured.
         spreads = {**read_run_to_run(target), **spreads_of(records)} if force else spreads_of(records)

@@ -57,8 +57,8 @@ def _holder(fd: int) -> str:
 
 def _busy_error(path: Path, who: str) -> UsageError:
     return UsageError(
-        f"run directory {path} is being written by another 'hpubench run' ({who}); fix: wait for it "
-        "to end (then --resume continues it) or give another --out"
+        f"run directory {path} is being written by another hpubench process ({who}); fix: wait for it "
+        "to end (a run it held then continues with --resume) or write to another directory"
     )
 
 

@@ -1,6 +1,7 @@
-"""Writes cut short where they hurt most: a baseline replaced when a Ctrl-C or a kill lands between its
-two renames, a merge whose output a run fills between the check and the claim, and the gate's CI files on
-a full disk. Each must leave what was there before whole and readable."""
+"""Writes cut short where they hurt most, or crossed by a second process: a baseline replaced when a Ctrl-C
+or a kill lands between its two renames or before its index is written, a baseline replaced while another
+save copies it, a merge killed midway or whose output a run fills between the check and the claim, and the
+gate's CI files on a full disk. Each must leave what was there before (or the whole new state) readable."""
 
 from __future__ import annotations
 
@@ -116,6 +117,32 @@ def test_a_save_killed_with_the_old_baseline_aside_keeps_the_old_entry(tmp_path:
     _killed_save(_run(tmp_path / "new", 0.2), directory, "main", after=".main.old-")
     assert _steps(baselines.resolve("main", directory)) == _steps(old)  # put back by the reader
     assert baselines.read_index(directory)["main"]["source"] == str(old.resolve())
+
+
+def test_a_baseline_replaced_while_it_is_copied_is_copied_whole_from_one_run(
+    tmp_path: Path, monkeypatch
+) -> None:
+    directory = tmp_path / "bl"
+    old = write_run(tmp_path / "old", [fake_result("mlp", "cpu", "cpu")], hostname="old-host")
+    new = write_run(tmp_path / "new", [fake_result("gpt", "cpu", "cpu")], hostname="new-host")
+    _save(old, directory)
+    real_load = baselines.load_results
+    replaced: list[bool] = []
+
+    def load_then_replaced(paths):
+        records = real_load(paths)
+        if not replaced:  # another save replaces the source between reading its records and its meta
+            replaced.append(True)
+            _save(new, directory, force=True)
+        return records
+
+    monkeypatch.setattr(baselines, "load_results", load_then_replaced)
+    copy = baselines.save(directory / "main", "copy", directory, spreads_of=run_to_run_figures)
+    assert replaced
+    meta = ResultStore(copy).read_meta() or {}
+    # the records and the metadata of the baseline that replaced it, not the records of one and the other's
+    assert [r.cell.workload for r in ResultStore(copy).load()] == ["gpt"]
+    assert meta["hostname"] == "new-host"
 
 
 def test_a_run_filling_the_merge_output_after_its_check_is_not_overwritten(
