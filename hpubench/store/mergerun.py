@@ -38,14 +38,15 @@ def _read(path: Path) -> Source:
     return Source(str(run_dir), store.read_meta(), tuple(store.load()))
 
 
-def _check_out(out: Path, inputs: Sequence[Source]) -> None:
+def _check_out(out: Path, inputs: Sequence[Source]) -> list[Path]:
+    """Refuse an unusable output; what an unfinished merge left there, to be cleared once it is claimed."""
     try:
-        _check_out_path(out, inputs)
+        return _check_out_path(out, inputs)
     except OSError as exc:  # a name too long, a parent that is a file: the path itself is unusable
         raise UsageError(f"-o {out}: {os_error_text(exc)}; fix: give a new directory") from None
 
 
-def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
+def _check_out_path(out: Path, inputs: Sequence[Source]) -> list[Path]:
     real = out.resolve()
     for src in inputs:
         if Path(src.path).resolve() == real:
@@ -63,6 +64,7 @@ def _check_out_path(out: Path, inputs: Sequence[Source]) -> None:
         raise UsageError(f"-o {out} is inside the baseline store {store}; fix: give a path outside it")
     if out.is_dir() and any(p.name != runlock.LOCK_FILE and p not in unfinished for p in out.iterdir()):
         raise UsageError(f"-o {out} already holds other files; fix: merge into a new or empty directory")
+    return unfinished
 
 
 def _unfinished_merge(out: Path) -> list[Path]:
@@ -91,12 +93,12 @@ def merge_dirs(paths: Sequence[Path], out: Path, argv: Sequence[str]) -> Merged:
     runlock.check_free(out)
     runlock.acquire(out)
     try:
-        _check_out(out, sources)  # again: a run may have written there between the check and the claim
+        left = _check_out(out, sources)  # again: a run may have written there between the check and the claim
     except UsageError:
         runlock.abandon(out)
         raise
     try:
-        for path in _unfinished_merge(out):  # ours to clear now: the claim is held, its writer is gone
+        for path in left:  # ours to clear now: the claim is held, its writer is gone
             _remove(path)
         _write(out, merged, sources)
     except (OSError, WriteFailed) as exc:
