@@ -8,7 +8,8 @@ optimizer) runs in blocks of ~0.25 s, three ways per round, the order rotated ea
 - ``plain``: the step looped, the device synchronised only at the block's ends (a user's own loop);
 - ``host``: ``measure_steps`` with the host clock (a sync and a loss read after every step);
 - ``device``: ``measure_steps`` with the device's own clock (``Accelerator.step_clock``; on CUDA one timing
-  event a step, read in batches; on a device without one, the host clock again).
+  event a step, read in batches, or host timestamps where the block's warm-up found the step launch-bound;
+  the choices are printed; on a device without events, the host clock again).
 With ``--variants`` (CUDA), three loops that each add one kind of per-step work to ``measure_steps``, every
 step read at the block's end: ``event`` (one timing event a step, the loss held), ``copy`` (the loss copied
 on the device, host timestamps) and ``none`` (host timestamps, the loss held): what each costs a
@@ -39,6 +40,7 @@ from hpubench.measure.steps import measure_steps
 
 BLOCK_S = 0.25
 WARMUP_S = 2.0
+WARMUP_STEPS = 3  # each block's own, from whose later half the device's clock chooses its method
 
 
 class Variant:
@@ -55,6 +57,9 @@ class Variant:
         self.stamps: list[float] = []
         self.losses: list[Any] = []
         self.new_event = lambda: torch.cuda.Event(enable_timing=True)
+
+    def warmed(self, launch_s: Any, step_s: Any) -> None:
+        """Each variant is one fixed kind of per-step work: nothing to choose."""
 
     def begin(self) -> None:
         if not self.stamps:
@@ -110,16 +115,30 @@ def measure_workload(name: str, device: str, rounds: int, variants: bool = False
         plain(20)
     k = max(20, round(BLOCK_S / (plain(100) / 100)))
 
+    chosen: set[str] = set()  # what the device's clock chose from each block's warm-up
+
     def harness(clock: Any) -> tuple[float, float]:
-        t0 = time.perf_counter()
-        out = measure_steps(step, batches, sync, 1, k, clock=clock)
-        wall = time.perf_counter() - t0
-        return sum(out.measured_s), wall / (k + 1)  # one warm-up step: measure_steps needs one
+        edges: list[float] = []  # the measured window's wall clock: synchronised at both ends
+
+        def edge() -> None:
+            sync()
+            edges.append(time.perf_counter())
+
+        out = measure_steps(
+            step, batches, sync, WARMUP_STEPS, k, clock=clock, on_measured_start=edge, on_measured_end=edge
+        )
+        return sum(out.measured_s), (edges[1] - edges[0]) / k
+
+    def device() -> tuple[float, float]:
+        clock = acc.step_clock()
+        got = harness(clock)
+        chosen.add(clock.method)
+        return got
 
     sides: dict[str, Callable[[], Any]] = {
         "plain": lambda: plain(k),
         "host": lambda: harness(None),
-        "device": lambda: harness(acc.step_clock()),
+        "device": device,
     }
     if variants:
         sides["event"] = lambda: harness(Variant(event=True, copy=False))
@@ -138,7 +157,7 @@ def measure_workload(name: str, device: str, rounds: int, variants: bool = False
     return {
         "workload": f"{name} tiny",
         "steps_per_block": k,
-        "clock": acc.step_clock().method,
+        "clock": sorted(chosen),
         "intervals": {key: vars(median_interval(v)) for key, v in ratios.items()},
         "ratios": ratios,
     }
@@ -180,7 +199,8 @@ def main(argv: list[str]) -> int:
             for key, iv in res["intervals"].items()
         )
         print(f"{res['workload']} ({res['steps_per_block']} steps a block): {cells}", flush=True)
-    print(f"device clock: {results[0]['clock'] if results else '-'}")
+    for res in results:
+        print(f"{res['workload']}: device clock chose {' | '.join(res['clock'])}")
     if args.json is not None:
         with open(args.json, "w") as f:
             json.dump({"device": args.device, "rounds": args.rounds, "results": results}, f)

@@ -49,6 +49,16 @@ def _f(v: float | None, spec: str) -> str:
     return "-" if v is None else format(v, spec)
 
 
+def clock_of(timing: str | None) -> str:
+    """The record's step clock in a word: ``events``, ``stamps`` (host timestamps, launch-bound) or
+    ``sync`` (the host clock)."""
+    if not timing:
+        return "-"
+    if timing.startswith("device timing events"):
+        return "events"
+    return "stamps" if timing.startswith("host timestamps") else "sync"
+
+
 def row(rec: dict[str, Any]) -> str:
     m = rec.get("metrics") or {}
     tel = rec.get("telemetry") or {}
@@ -59,7 +69,8 @@ def row(rec: dict[str, Any]) -> str:
         f"{rec['cell']['workload']:<5}{rec['cell']['devices']!s:>3} {rec['cell']['precision']:<11}"
         f"{rec['cell']['mode']:<8}{'on' if rec['cell']['graphs'] else 'off':<6}{rec['status']:<8}"
         f"{rec.get('quality') or '-':<11}{_f(m.get('samples_per_s'), ',.0f'):>12}"
-        f"{rt.get('compiles_measured', '-')!s:>9}  {source:<9}{_f(energy, '.3g'):>10}  "
+        f"{rt.get('compiles_measured', '-')!s:>9}  {clock_of(rt.get('timing')):<7}{source:<9}"
+        f"{_f(energy, '.3g'):>10}  "
         f"{rec.get('reason') or ''}"
     )
 
@@ -85,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     prof = hpubench("profile", *PROFILE_ARGS, "--out", str(args.out / "profile"))
     wall = time.monotonic() - t0
     head = f"{'wl':<5}{'dev':>3} {'precision':<11}{'mode':<8}{'graph':<6}{'status':<8}{'quality':<11}"
-    print(f"\n{head}{'samples/s':>12}{'compiles':>9}  {'telemetry':<9}{'J/sample':>10}  reason")
+    print(f"\n{head}{'samples/s':>12}{'compiles':>9}  {'clock':<7}{'telemetry':<9}{'J/sample':>10}  reason")
     for rec in recs:
         print(row(rec))
     prof_tail = (prof.stdout.strip() or prof.stderr.strip()).splitlines()[-1:]

@@ -17,24 +17,48 @@ overwrites it: then it is copied). The losses travel to the host in batches (one
 event a batch, no sync), and a batch's steps are read once the device has passed its event, polled
 without waiting. The host may run up to ``IN_FLIGHT`` batches ahead before it waits, so the hooks and the
 stop rule see each step a few steps late; every step is still read once, in order.
+
+Even one event a step cost a launch-bound H200 step 2-5% there, and only a step with no device operation of
+its own matched a plain loop. So the event clock is told the warm-up's split (``warmed``): where the host's
+launch filled nearly all of a synchronised warm-up step (``LAUNCH_BOUND_SHARE``), the device waits on the
+host, a step's boundaries are host timestamps, and the device is synchronised once, at the window's end,
+whose wait the last step takes. On a step the device bounds, host timestamps would time the launches, so
+the events stay.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from statistics import median
 from typing import Protocol
 
 import torch
 
 # The timing method a record states (runtime["timing"]): the clock's, then this.
 WARMUP_NOTE = "warm-up steps (first step includes compile/graph capture) timed separately and excluded"
+# A warm-up step whose launch took this share of its synchronised time, or more, leaves the device waiting
+# on the host: launch-bound (module docstring).
+LAUNCH_BOUND_SHARE = 0.9
+
+
+def launch_share(launch_s: Sequence[float], step_s: Sequence[float]) -> float | None:
+    """The host's launch over the synchronised step, median over the warm-up's later half (its first steps
+    compile or capture on the host); None without a warm-up step."""
+    pairs = [(a, b) for a, b in zip(launch_s, step_s, strict=True) if b > 0]
+    recent = pairs[len(pairs) // 2 :]
+    return median(min(a / b, 1.0) for a, b in recent) if recent else None
 
 
 class StepClock(Protocol):
     method: str  # one line for the record: how a step's time is taken
+
+    def warmed(self, launch_s: Sequence[float], step_s: Sequence[float]) -> None:
+        """The warm-up's host launch and synchronised times per step, before the first ``begin``: a clock
+        may choose how it times the steps from them."""
+        ...
 
     def begin(self) -> None: ...
 
@@ -55,6 +79,9 @@ class HostClock:
         self._synchronize = synchronize
         self._t0 = 0.0
         self._done: list[tuple[float, float]] = []
+
+    def warmed(self, launch_s: Sequence[float], step_s: Sequence[float]) -> None:
+        """Nothing to choose: the sync is this clock's method."""
 
     def begin(self) -> None:
         self._t0 = time.perf_counter()
@@ -84,18 +111,22 @@ class DeviceEvent(Protocol):
     def elapsed_time(self, end_event: DeviceEvent) -> float: ...  # milliseconds
 
 
+Mark = DeviceEvent | float  # a step boundary: a recorded event, or the host's perf_counter there
+
+
 @dataclass
 class _Fetch:
-    """Steps whose losses were sent to the host together: their end events, the host buffer the losses
+    """Steps whose losses were sent to the host together: their end boundaries, the host buffer the losses
     land in, and the event the device passes once the copy is done."""
 
-    ends: list[DeviceEvent]
+    ends: list[Mark]
     host: torch.Tensor
     done: DeviceEvent
 
 
 class EventClock:
-    """One timing event per step boundary, losses fetched in batches; see the module docstring.
+    """One timing event per step boundary (or, once ``warmed`` finds the step launch-bound, a host
+    timestamp), losses fetched in batches; see the module docstring.
 
     ``new_event`` makes a timing event on the device's current stream; ``synchronize`` waits for the
     device; ``pin`` pins the host copies of the losses (needed for a copy that does not wait);
@@ -106,8 +137,16 @@ class EventClock:
         "device timing events at each step boundary on its stream, no sync between steps; steps read in "
         "batches once the device has passed them"
     )
+    STAMPS = (
+        "host timestamps at each step boundary, no device operation a step: launch-bound, the host's launch "
+        "took {share:.0%} of a synchronised warm-up step; losses fetched in batches, the device synchronised "
+        "at the window's end (its wait in the last step)"
+    )
     BATCH = 16  # most steps whose losses one fetch brings to the host
     FETCH_EVERY_S = 0.01  # host seconds after which the queued steps are fetched even if fewer
+    # With host timestamps a step's time is known at once, only its loss travels: fetches are rarer.
+    STAMP_BATCH = 64
+    STAMP_FETCH_EVERY_S = 0.05
     IN_FLIGHT = 4  # unread fetches before the host waits for the oldest: how far it may run ahead
 
     def __init__(
@@ -121,27 +160,41 @@ class EventClock:
         self._synchronize = synchronize
         self._pin = pin
         self.copy_loss = copy_loss  # stated, so a caller can check what it asked for
+        self.stamps = False  # host timestamps at the boundaries (``warmed``)
+        self._batch, self._every_s = self.BATCH, self.FETCH_EVERY_S
         self._free: list[DeviceEvent] = []  # events of read steps, reused (creating one costs a driver call)
         self._hosts: list[torch.Tensor] = []  # host buffers of read fetches, reused
-        self._begun: DeviceEvent | None = None  # the boundary before the first step not yet read
-        self._queued: list[DeviceEvent] = []  # end events of steps not yet fetched
+        self._begun: Mark | None = None  # the boundary before the first step not yet read
+        self._queued: list[Mark] = []  # end boundaries of steps not yet fetched
         self._losses: list[torch.Tensor] = []  # their losses, still on the device
         self._fetches: deque[_Fetch] = deque()
         self._since = 0.0  # host time of the first queued step
 
+    def warmed(self, launch_s: Sequence[float], step_s: Sequence[float]) -> None:
+        share = launch_share(launch_s, step_s)
+        if self._begun is None and share is not None and share >= LAUNCH_BOUND_SHARE:
+            self.stamps = True
+            self.method = self.STAMPS.format(share=share)
+            self._batch, self._every_s = self.STAMP_BATCH, self.STAMP_FETCH_EVERY_S
+
     def _event(self) -> DeviceEvent:
         return self._free.pop() if self._free else self._new_event()
 
+    def _mark(self) -> Mark:
+        if self.stamps:
+            return time.perf_counter()
+        event = self._event()
+        event.record()
+        return event
+
     def begin(self) -> None:
         if self._begun is None:  # the window's first boundary; later steps begin where the last ended
-            self._begun = self._event()
-            self._begun.record()
+            self._begun = self._mark()
 
     def end(self, loss: torch.Tensor) -> None:
         if self._begun is None:
             raise RuntimeError("EventClock.end without begin")
-        stop = self._event()
-        stop.record()
+        stop = self._mark()
         # Held, not copied: a detached tensor is a host-side object, no device operation.
         self._losses.append(loss.detach().clone() if self.copy_loss else loss.detach())
         if not self._queued:
@@ -151,7 +204,7 @@ class EventClock:
     def ready(self) -> list[tuple[float, float]]:
         done: list[tuple[float, float]] = []
         if self._queued and (
-            len(self._queued) == self.BATCH or time.perf_counter() - self._since >= self.FETCH_EVERY_S
+            len(self._queued) == self._batch or time.perf_counter() - self._since >= self._every_s
         ):
             done += self._fetch()
         while self._fetches and self._fetches[0].done.query():
@@ -161,6 +214,8 @@ class EventClock:
     def finish(self) -> list[tuple[float, float]]:
         done = self._fetch() if self._queued else []
         self._synchronize()
+        if self.stamps and self._fetches:  # the last step ends when the device has done its work
+            self._fetches[-1].ends[-1] = time.perf_counter()
         while self._fetches:
             done += self._read(self._fetches.popleft())
         return done
@@ -174,7 +229,7 @@ class EventClock:
             oldest = self._fetches.popleft()
             oldest.done.synchronize()
             done = self._read(oldest)
-        host = self._hosts.pop() if self._hosts else torch.empty(self.BATCH, pin_memory=self._pin)
+        host = self._hosts.pop() if self._hosts else torch.empty(self._batch, pin_memory=self._pin)
         n = len(self._queued)
         with torch.no_grad():
             host[:n].copy_(torch.stack(self._losses).reshape(n).float(), non_blocking=True)  # 0-d or (1,)
@@ -189,10 +244,19 @@ class EventClock:
         out = []
         begin = self._begun
         for stop, loss in zip(fetch.ends, losses, strict=True):
-            out.append((begin.elapsed_time(stop) / 1e3, loss))
-            self._free.append(begin)
+            out.append((self._seconds(begin, stop), loss))
+            if not isinstance(begin, float):
+                self._free.append(begin)
             begin = stop
         self._begun = begin
         self._free.append(fetch.done)
         self._hosts.append(fetch.host)
         return out
+
+    @staticmethod
+    def _seconds(begin: Mark | None, stop: Mark) -> float:
+        if isinstance(begin, float) and isinstance(stop, float):
+            return stop - begin
+        if begin is None or isinstance(begin, float) or isinstance(stop, float):
+            raise RuntimeError("EventClock: a step's boundaries are of different kinds")
+        return begin.elapsed_time(stop) / 1e3

@@ -2,8 +2,9 @@
 
 Warm-up steps are bracketed by device syncs. Measured steps are timed by the device's clock
 (``hpubench.measure.clocks``): host time around a sync per step by default, device events where the device
-has them (a sync per step costs an asynchronous device real throughput). Either way each step time is a
-real duration rather than a launch time; the per-step samples are what the statistics and the gate use.
+has them (a sync per step costs an asynchronous device real throughput), host timestamps where the
+warm-up found the step launch-bound (the device waits on the host, so the launch is the step). Either way
+each step time is a real duration; the per-step samples are what the statistics and the gate use.
 A clock that reads a step's time late (``EventClock``) hands the hooks and the stop condition each step
 once it is known, in order; a stop condition's answer then leaves the steps already begun to finish, and
 they count. A fixed count is exact either way.
@@ -77,7 +78,7 @@ def measure_steps(
     ``clock`` times the measured steps (default: ``HostClock(synchronize)``; a clock that reads late: the
     module docstring).
     """
-    warmup, compiled, loss_first = _warm_up(
+    warmup, launched, compiled, loss_first = _warm_up(
         step,
         batches,
         synchronize,
@@ -87,6 +88,7 @@ def measure_steps(
         compiles,
     )
     stop, count, clock = _measured_setup(steps, clock, synchronize)
+    clock.warmed(launched, warmup)
     measured: list[float] = []
     losses: list[float] = []
     synchronize()
@@ -137,13 +139,15 @@ def _warm_up(
     ],
     more_warmup: Callable[[Sequence[float], Sequence[int]], int] | None,
     compiles: Callable[[], int] | None,
-) -> tuple[list[float], list[int], float]:
-    """(warm-up step times, compile events per warm-up step, first loss). Each warm-up step is bracketed
-    by syncs, so its time is its own (the first one includes compilation); ``hooks`` are ``on_step``,
+) -> tuple[list[float], list[float], list[int], float]:
+    """(warm-up step times, the host's launch time of each, compile events per warm-up step, first loss).
+    Each warm-up step is bracketed by syncs, so its time is its own (the first one includes compilation),
+    and the time until the step returned, before its sync, is its launch; ``hooks`` are ``on_step``,
     ``on_step_time`` and ``on_warmup_done``; ``more_warmup`` may extend the phase, as ``measure_steps`` says.
     """
     on_step, on_step_time, on_warmup_done = hooks
     warmup: list[float] = []
+    launched: list[float] = []
     compiled: list[int] = []
     if compiles is not None:
         compiles()  # the baseline: what compiled before the warm-up is not the first step's
@@ -153,6 +157,7 @@ def _warm_up(
     while i < planned:
         t0 = time.perf_counter()
         loss = step(batches[i % len(batches)])
+        launched.append(time.perf_counter() - t0)
         synchronize()
         warmup.append(time.perf_counter() - t0)
         value = loss.item()
@@ -169,7 +174,7 @@ def _warm_up(
             planned += more_warmup(warmup, compiled)  # asked again after the added steps, until it says 0
     if on_warmup_done is not None:
         on_warmup_done()
-    return warmup, compiled, loss_first
+    return warmup, launched, compiled, loss_first
 
 
 def _measured_setup(

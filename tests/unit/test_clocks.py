@@ -7,6 +7,7 @@ and ``elapsed_time`` between events not both complete raises, as CUDA's cudaErro
 
 from __future__ import annotations
 
+import re
 import time
 import weakref
 
@@ -15,7 +16,7 @@ import torch
 
 from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.accelerators.cuda.accelerator import CUDAAccelerator
-from hpubench.measure.clocks import EventClock, HostClock
+from hpubench.measure.clocks import LAUNCH_BOUND_SHARE, EventClock, HostClock, launch_share
 from hpubench.measure.steps import measure_steps
 
 
@@ -27,6 +28,7 @@ class FakeDevice:
     def __init__(self, trail: int | None = None) -> None:
         self.recorded: list[FakeEvent] = []
         self.trail = trail
+        self.records = 0  # every record() call: the device operations the clock made
 
     def synchronize(self) -> None:
         for ev in self.recorded:
@@ -46,6 +48,7 @@ class FakeEvent:
 
     def record(self) -> None:  # recording again moves the event to the stream's end, as in CUDA
         self.at, self.done = time.perf_counter(), False
+        self.device.records += 1
         if self in self.device.recorded:
             self.device.recorded.remove(self)
         self.device.recorded.append(self)
@@ -75,6 +78,19 @@ def _event_clock(trail: int | None = None) -> EventClock:
     return EventClock(lambda: FakeEvent(device), device.synchronize, pin=False)
 
 
+def device_bound() -> None:
+    """A warm-up step's sync that waits for device work: the step's launch is a small share of it, so the
+    event clock keeps its events."""
+    time.sleep(0.003)
+
+
+def launch_bound() -> None:
+    """A sync with nothing to wait for: the host's launch is the whole step (host timestamps)."""
+
+
+BOUNDS = {"device": device_bound, "launch": launch_bound}
+
+
 class CountingStep:
     """A training step whose loss is its own call number, so a loss read from the wrong step shows."""
 
@@ -97,21 +113,24 @@ def test_the_double_refuses_a_time_the_device_has_not_reached() -> None:
     assert a.elapsed_time(b) >= 0
 
 
+@pytest.mark.parametrize("bound", list(BOUNDS))
 @pytest.mark.parametrize("trail", [None, 1, 40])
 @pytest.mark.parametrize("steps", [7, 16, 150])  # under a batch, one batch, past the ring's end
 def test_event_clock_fixed_count_is_exact_and_every_step_is_read_once_in_order(
-    trail: int | None, steps: int
+    bound: str, trail: int | None, steps: int
 ) -> None:
     step, fed = CountingStep(), []
+    clock = _event_clock(trail)
     out = measure_steps(
         step,
         [(torch.ones(3),)],
-        lambda: None,
+        BOUNDS[bound],
         2,
         steps,
         on_step_time=lambda phase, i, s, loss: fed.append((phase, i, loss)),
-        clock=_event_clock(trail),
+        clock=clock,
     )
+    assert clock.stamps is (bound == "launch")
     assert step.calls == 2 + steps
     assert len(out.measured_s) == steps and all(t >= 0 for t in out.measured_s)
     measured = [f for f in fed if f[0] == "measured"]
@@ -142,9 +161,10 @@ def test_event_clock_steps_tile_the_window() -> None:
     assert sum(s for s, _ in times) <= wall
 
 
+@pytest.mark.parametrize("bound", list(BOUNDS))
 @pytest.mark.parametrize("trail", [None, 1, 3])
 def test_event_clock_stop_rule_sees_known_steps_in_order_and_the_steps_begun_count(
-    trail: int | None,
+    bound: str, trail: int | None
 ) -> None:
     asked: list[int] = []
 
@@ -152,11 +172,12 @@ def test_event_clock_stop_rule_sees_known_steps_in_order_and_the_steps_begun_cou
         asked.append(len(times))
         return "enough" if len(times) >= 4 else None
 
-    step = CountingStep()
-    out = measure_steps(step, [(torch.ones(3),)], lambda: None, 1, stop, clock=_event_clock(trail))
+    step, clock = CountingStep(), _event_clock(trail)
+    out = measure_steps(step, [(torch.ones(3),)], BOUNDS[bound], 1, stop, clock=clock)
     assert asked == [1, 2, 3, 4]  # asked once per step, in order, as each one's time became known
     ahead = step.calls - 1 - 4  # steps begun before the answer was known: they ran, and they count
-    assert 0 < ahead <= EventClock.BATCH * (EventClock.IN_FLIGHT + 1)  # the most it may run ahead
+    batch = EventClock.STAMP_BATCH if clock.stamps else EventClock.BATCH
+    assert 0 < ahead <= batch * (EventClock.IN_FLIGHT + 1)  # the most it may run ahead
     assert len(out.measured_s) == 4 + ahead and out.stop_reason == "enough"
     assert out.loss_last == float(step.calls)
 
@@ -174,7 +195,7 @@ def test_event_clock_stop_rule_is_a_step_late_on_slow_steps() -> None:
         time.sleep(EventClock.FETCH_EVERY_S * 1.5)
         return batch[0].sum()
 
-    out = measure_steps(slow, [(torch.ones(3),)], lambda: None, 1, stop, clock=_event_clock(trail=1))
+    out = measure_steps(slow, [(torch.ones(3),)], device_bound, 1, stop, clock=_event_clock(trail=1))
     assert asked == [1, 2, 3] and len(out.measured_s) <= 3 + 2
 
 
@@ -210,7 +231,7 @@ def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool) -> N
     measure_steps(
         ReplayStep(),
         [(torch.ones(3),)],
-        lambda: None,
+        device_bound,
         1,
         5,
         on_step_time=lambda phase, i, s, loss: fed.append(loss) if phase == "measured" else None,
@@ -266,3 +287,79 @@ def test_event_clock_reads_one_element_losses_of_any_shape() -> None:
         clock.end(torch.full((1,), value))
         clock.ready()
     assert [loss for _, loss in clock.finish()] == [1.0, 2.0]
+
+
+def test_launch_share_is_the_later_half_of_the_warm_up() -> None:
+    """The first warm-up steps compile or capture on the host (their launch is nearly all of them): only
+    the later half counts, and a step never launches longer than it lasts."""
+    assert launch_share([], []) is None
+    assert launch_share([0.5], [1.0]) == 0.5
+    assert launch_share([9.9, 9.9, 0.2, 0.3], [10.0, 10.0, 1.0, 1.0]) == pytest.approx(0.25)
+    assert launch_share([1.2, 1.2], [1.0, 1.0]) == 1.0
+    assert launch_share([0.1, 0.0], [0.0, 0.0]) is None  # no measurable step
+
+
+@pytest.mark.parametrize(("bound", "per_step"), [("device", True), ("launch", False)])
+def test_only_a_launch_bound_step_goes_without_a_device_operation(bound: str, per_step: bool) -> None:
+    """Where the device waits on the host, an event a step is what costs the step (module docstring):
+    host timestamps replace it, and only the batched loss fetches record events."""
+    device, steps = FakeDevice(trail=1), 150
+    clock = EventClock(lambda: FakeEvent(device), device.synchronize, pin=False)
+    before: list[int] = []
+    measure_steps(
+        CountingStep(),
+        [(torch.ones(3),)],
+        BOUNDS[bound],
+        3,
+        steps,
+        clock=clock,
+        on_measured_start=lambda: before.append(device.records),
+    )
+    events = device.records - before[0]
+    if per_step:
+        assert events >= steps and "events" in clock.method
+    else:
+        assert events <= steps // 8 and clock.method.startswith("host timestamps")
+        assert re.search(r"launch took (9\d|100)% of a synchronised warm-up step", clock.method)
+
+
+def test_host_timestamps_tile_the_window_and_the_last_step_takes_the_final_wait() -> None:
+    """The device finishes what the host launched after the last step: that wait is the last step's, so
+    the step times add up to the window's wall clock, as a plain loop timed around a final sync."""
+    device = FakeDevice(trail=0)
+    waits = {"final": 0.0}
+
+    def synchronize() -> None:
+        time.sleep(waits["final"])
+        device.synchronize()
+
+    clock = EventClock(lambda: FakeEvent(device), synchronize, pin=False)
+    clock.warmed([1.0, 1.0], [1.0, 1.0])
+    assert clock.stamps
+    waits["final"] = 0.03
+    t0 = time.perf_counter()
+    clock.begin()
+    got = []
+    for _ in range(5):
+        clock.begin()
+        time.sleep(0.002)  # the step's launch
+        clock.end(torch.ones(()))
+        got += clock.ready()
+    got += clock.finish()
+    wall = time.perf_counter() - t0
+    times = [s for s, _ in got]
+    assert len(times) == 5 and times[-1] >= 0.03 and all(0.002 <= t < 0.03 for t in times[:-1])
+    assert sum(times) == pytest.approx(wall, abs=0.002)
+
+
+def test_the_choice_is_made_before_the_window_only() -> None:
+    """A clock already timing steps keeps its method: a step's two boundaries are of one kind."""
+    device = FakeDevice()
+    clock = EventClock(lambda: FakeEvent(device), device.synchronize, pin=False)
+    clock.warmed([0.5, 0.5], [1.0, 1.0])  # half the step on the host: the device bounds it
+    assert not clock.stamps and LAUNCH_BOUND_SHARE > 0.5
+    clock.begin()
+    clock.warmed([1.0], [1.0])
+    assert not clock.stamps and "events" in clock.method
+    clock.end(torch.ones(()))
+    assert [loss for _, loss in clock.finish()] == [1.0]

@@ -114,8 +114,9 @@ class CUDAAccelerator(Accelerator):
         torch.cuda.synchronize(self.index)
 
     def step_clock(self, graphs: bool = False) -> StepClock:
-        """Timing events on the current stream, no sync between steps (``hpubench.measure.clocks``): a sync
-        and a loss read per step keep the host from queueing ahead, which a launch-bound step pays for."""
+        """Timing events on the current stream, or host timestamps for a step the warm-up finds launch-bound,
+        no sync between steps (``hpubench.measure.clocks``): a sync and a loss read per step keep the host
+        from queueing ahead, which a launch-bound step pays for."""
         import torch  # deferred: accelerator modules stay torch-free at import (base.py)
 
         from hpubench.measure.clocks import EventClock  # deferred: clocks imports torch
