@@ -110,11 +110,11 @@ def print_bookkeeping(dev: str, bk: dict[str, Any]) -> None:
     """What hpubench's per-step timing adds on ``dev``, so the ratio above can be read against it."""
     if dev != "cpu":
         print(
-            f"   On {dev} hpubench synchronises the device before and after every step; the bare loop only "
-            "around its whole"
+            f"   On {dev} the cell times its steps with the device's own clock (its record's "
+            "runtime.timing); the bare loop"
         )
         print(
-            "   measured loop, so its steps overlap host and device: the ratio includes what the per-step "
+            "   synchronises only around its whole measured loop: the ratio includes what the per-step "
             "timing costs there."
         )
     elif "error" not in bk:
