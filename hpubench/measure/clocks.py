@@ -138,10 +138,12 @@ class EventClock:
         "batches once the device has passed them"
     )
     STAMPS = (
-        "host timestamps at each step boundary, no device operation a step: launch-bound, the host's launch "
-        "took {share:.0%} of a synchronised warm-up step; losses fetched in batches, the device synchronised "
-        "at the window's end (its wait in the last step)"
+        "host timestamps at each step boundary, {work}: launch-bound, the host's launch took {share:.0%} "
+        "of a synchronised warm-up step; losses fetched in batches, the device synchronised at the window's "
+        "end (its wait in the last step)"
     )
+    NO_WORK = "no device operation a step"
+    COPY_WORK = "one device operation a step (the loss copied: a graph replay overwrites it)"
     BATCH = 16  # most steps whose losses one fetch brings to the host
     FETCH_EVERY_S = 0.01  # host seconds after which the queued steps are fetched even if fewer
     # With host timestamps a step's time is known at once, only its loss travels: fetches are rarer.
@@ -174,7 +176,8 @@ class EventClock:
         share = launch_share(launch_s, step_s)
         if self._begun is None and share is not None and share >= LAUNCH_BOUND_SHARE:
             self.stamps = True
-            self.method = self.STAMPS.format(share=share)
+            work = self.COPY_WORK if self.copy_loss else self.NO_WORK
+            self.method = self.STAMPS.format(share=share, work=work)
             self._batch, self._every_s = self.STAMP_BATCH, self.STAMP_FETCH_EVERY_S
 
     def _event(self) -> DeviceEvent:

@@ -221,17 +221,18 @@ class ReplayStep:
         return self.static
 
 
+@pytest.mark.parametrize("bound", list(BOUNDS))
 @pytest.mark.parametrize("copy_loss", [True, False])
-def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool) -> None:
+def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool, bound: str) -> None:
     """A held loss is read late, so a buffer the next replay overwrites must be copied (graphs=True):
-    without the copy every step of a batch would read the last one's value."""
+    without the copy every step of a batch would read the last one's value. The record says so."""
     device = FakeDevice()
     clock = EventClock(lambda: FakeEvent(device), device.synchronize, pin=False, copy_loss=copy_loss)
     fed: list[float] = []
     measure_steps(
         ReplayStep(),
         [(torch.ones(3),)],
-        device_bound,
+        BOUNDS[bound],
         1,
         5,
         on_step_time=lambda phase, i, s, loss: fed.append(loss) if phase == "measured" else None,
@@ -241,6 +242,9 @@ def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool) -> N
         assert fed == [2.0, 3.0, 4.0, 5.0, 6.0]
     else:
         assert fed == [6.0] * 5  # what the copy prevents
+    if clock.stamps:
+        work = "one device operation a step" if copy_loss else "no device operation a step"
+        assert work in clock.method
 
 
 def test_cuda_clock_copies_the_loss_of_graphed_cells_only() -> None:
