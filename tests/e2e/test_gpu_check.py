@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from hpubench.measure.clocks import EventClock, HostClock
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
@@ -67,3 +70,18 @@ def test_the_check_matrix_covers_every_cuda_path() -> None:
     ):
         assert part in text, part
     assert "/cpu/" not in text
+
+
+def test_the_table_names_the_clock_each_record_states() -> None:
+    """The clock column reads the record's ``runtime.timing``: every clock's own method maps to its word."""
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    events = EventClock(lambda: None, lambda: None, pin=False)  # no event is made before a step begins
+    stamps = EventClock(lambda: None, lambda: None, pin=False)
+    stamps.warmed([1.0], [1.0])
+    assert gpu_check.clock_of(events.method) == "events"
+    assert gpu_check.clock_of(stamps.method) == "stamps"
+    assert gpu_check.clock_of(HostClock(lambda: None).method) == "sync"
+    assert gpu_check.clock_of(None) == "-"
