@@ -333,21 +333,11 @@ def _train(acc: HPUAccelerator, record: Callable[[str], Any], steps: int) -> lis
 STEP_ORDER = ["test.backward", "core.mark_step", "test.optimizer_step", "core.mark_step"]
 
 
-def test_lazy_training_step_call_order(load: Load) -> None:
-    core = load(lazy_mode="1")
-    from habana_frameworks import _double
-
-    acc = HPUAccelerator(0)
-    acc.setup()
-    assert acc.mode_in_force("lazy") == "lazy"
-    losses = _train(acc, _double.record, steps=3)
-    assert losses[-1] < losses[0]
-    order = _calls(core, "test.backward", "core.mark_step", "test.optimizer_step")
-    assert order == STEP_ORDER * 3
-
-
 def test_call_order_across_processes(tmp_path: Path) -> None:
-    """A worker process sees the double through PYTHONPATH alone, its tensors on the HPU device."""
+    """A worker process sees the double through PYTHONPATH alone, its tensors on the HPU device, and a lazy
+    training step calls the bridge in the order a worker must follow. In a fresh interpreter: torch settles
+    which accelerator it has at its first use (a CPU backward, or ``torch.accelerator`` asked), and a process
+    that used it before the double loaded sees no HPU (found running this file after one that trains)."""
     log = tmp_path / "calls.tsv"
     script = tmp_path / "worker.py"
     script.write_text(
@@ -363,7 +353,8 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
             acc = HPUAccelerator(0)
             acc.setup()
             assert acc.torch_device() == torch.device("hpu", 0)  # the real device, the double's tensors
-            _train(acc, _double.record, steps=2)
+            losses = _train(acc, _double.record, steps=3)
+            assert losses[-1] < losses[0], losses
             print(acc.mode_in_force("lazy"), acc.software_versions()["habana_frameworks"])
             """
         )
@@ -379,4 +370,4 @@ def test_call_order_across_processes(tmp_path: Path) -> None:
     assert all(len(parts) == 2 for parts in lines)
     assert lines[0] == ["core.import", "PT_HPU_LAZY_MODE=None lazy=True"]
     order = [n for n, _ in lines if n in ("test.backward", "core.mark_step", "test.optimizer_step")]
-    assert order == STEP_ORDER * 2
+    assert order == STEP_ORDER * 3
