@@ -18,8 +18,8 @@ event a batch, no sync), and a batch's steps are read once the device has passed
 without waiting. The host may run up to ``IN_FLIGHT`` batches ahead before it waits, so the hooks and the
 stop rule see each step a few steps late; every step is still read once, in order.
 
-Even one event a step cost a launch-bound H200 step 2-5% there, and only a step with no device operation of
-its own matched a plain loop. So the event clock is told the warm-up's split (``warmed``): where the host's
+Even one event a step still cost a launch-bound step there, and only a step with no device operation of its
+own matched a plain loop. So the event clock is told the warm-up's split (``warmed``): where the host's
 launch filled nearly all of a synchronised warm-up step (``LAUNCH_BOUND_SHARE``), the device waits on the
 host, a step's boundaries are host timestamps, and the device is synchronised once, at the window's end,
 whose wait the last step takes. On a step the device bounds, host timestamps would time the launches, so
