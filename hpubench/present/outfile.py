@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hpubench.errors import UsageError, os_error_text
 from hpubench.store.layout import baseline_store_of, results_dir_of
+from hpubench.store.leftovers import sweep_temps, temp_beside
 
 
 def check_suffix(path: Path, known: Sequence[str]) -> None:
@@ -78,7 +79,8 @@ def write_output(path: str | os.PathLike[str], data: bytes, make_parent: bool = 
     """Check ``path`` (``check_target``), then replace it with ``data`` in one step; a failure leaves the
     old file (or none) in place and is one line."""
     target = check_target(path, make_parent)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    sweep_temps(target)
+    tmp = temp_beside(target)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         try:

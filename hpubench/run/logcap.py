@@ -13,6 +13,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from hpubench.store.leftovers import sweep_temps, temp_beside
+
 LOG_CAP_BYTES = 4 * 2**20
 HEAD_BYTES = 1 * 2**20
 
@@ -27,7 +29,8 @@ def cap_log(path: str | os.PathLike[str], cap: int = LOG_CAP_BYTES, head: int = 
     if size <= cap:
         return 0
     tail = cap - head
-    tmp = log.with_name(f".{log.name}.{os.getpid()}.cap")
+    sweep_temps(log)
+    tmp = temp_beside(log)
     try:
         with open(log, "rb") as f:
             first = f.read(head)

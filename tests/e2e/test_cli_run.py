@@ -14,7 +14,14 @@ import pandas as pd
 import psutil
 import pytest
 
+from hpubench.run.executors.base import SCRATCH_PREFIX
+
 QUICK = ["--steps", "3", "--warmup-steps", "1"]
+
+
+def ours(tmpdir):
+    """What hpubench made in a temp directory (torch keeps its compile cache there too)."""
+    return [p for p in tmpdir.iterdir() if p.name.startswith("hpubench-")]
 
 
 def records(run_dir):
@@ -97,8 +104,11 @@ def test_a_killed_run_resumes_only_the_missing_cells(tmp_path):
         "-o",
         str(run),
     ]
+    scratch = tmp_path / "tmp"  # the run's temp directory, to see what its kill leaves there
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
     proc = subprocess.Popen(
-        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env
     )
     cells = run / "cells.jsonl"
     deadline = time.time() + 120
@@ -109,8 +119,9 @@ def test_a_killed_run_resumes_only_the_missing_cells(tmp_path):
     done_before = records(run)
     assert 2 <= len(done_before) < 8, "the kill should land mid-run"
     assert cells.read_text().endswith("\n")  # no torn record
+    assert [p.name[: len(SCRATCH_PREFIX)] for p in ours(scratch)] == [SCRATCH_PREFIX]
 
-    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300, env=env)
     assert resumed.returncode == 0, resumed.stderr
     after = records(run)
     keys = [r["key"] for r in after]
@@ -119,3 +130,4 @@ def test_a_killed_run_resumes_only_the_missing_cells(tmp_path):
     assert all(r["status"] == "ok" for r in after)
     leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(run) in " ".join(p.info["cmdline"] or [])]
     assert not leftovers
+    assert ours(scratch) == []  # the killed run's scratch folder went with the resume

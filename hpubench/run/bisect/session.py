@@ -8,7 +8,6 @@ calls are made by :mod:`hpubench.analysis.bisect` from the gate's verdicts on th
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -22,10 +21,12 @@ from hpubench.errors import UsageError
 from hpubench.run.bisect import rounds
 from hpubench.run.bisect.gitrepo import Commit, worktree
 from hpubench.run.bisect.state import BisectState
+from hpubench.store.leftovers import Scratch
 from hpubench.store.readback import load_results
 from hpubench.store.record import STATUS_SKIPPED
 
 Progress = Callable[[str], None]
+SCRATCH_PREFIX = "hpubench-bisect-"  # the worktrees' folder; a killed bisect's is removed by the next
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,8 @@ def _good_tree(req: Request, scratch: Path, say: Progress) -> Iterator[Path]:
 def run(req: Request, state: BisectState, say: Progress) -> Outcome:
     """Confirm BAD against GOOD, then search; every call is made from the runs' records."""
     (req.out / "logs").mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="hpubench-bisect-") as tmp, contextlib.ExitStack() as stack:
-        b = _Bisect(req, state, Path(tmp), stack, say)
+    with Scratch(SCRATCH_PREFIX) as scratch, contextlib.ExitStack() as stack:
+        b = _Bisect(req, state, scratch.path, stack, say)
         say(f"confirming: BAD {req.bad.short} against GOOD {req.good.short}, {req.repeat} interleaved rounds")
         b.measure(req.bad)
         confirmed = search.confirm(b.gate(req.bad, req.settings), req.repeat)

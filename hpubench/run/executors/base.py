@@ -18,8 +18,6 @@ one ``WorkerSetup``: the same interpreter, workload files and environment (with 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Sequence
@@ -34,6 +32,7 @@ from hpubench.run import proctree
 from hpubench.run.executors.result import Detected, collect, failed
 from hpubench.run.hostcondition import condition_env
 from hpubench.run.sourceroot import with_source_root
+from hpubench.store.leftovers import Scratch
 from hpubench.store.record import CellResult
 from hpubench.store.runmeta import utc_now_iso
 
@@ -154,7 +153,8 @@ class WorkerSetup:
         self.workload_files = [str(f) for f in workload_files]
         self.base_env = base_env
         self.token = base_env[proctree.TOKEN_ENV] = uuid.uuid4().hex
-        self.scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+        self._scratch = Scratch(SCRATCH_PREFIX)
+        self.scratch = self._scratch.path
         self._seq = 0
 
     def path(self, stem: str) -> Path:
@@ -173,7 +173,7 @@ class WorkerSetup:
         return proctree.sweep(self.token, spare=spare)
 
     def remove_scratch(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        self._scratch.remove()
 
 
 def cell_signature(cell: Cell) -> EnvSignature:
