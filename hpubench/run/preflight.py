@@ -41,12 +41,14 @@ from hpubench.run.events import Event
 from hpubench.run.executors.result import probe_usage
 from hpubench.run.hostcondition import needs_fresh_process
 from hpubench.run.sourceroot import with_source_root
+from hpubench.store.leftovers import Scratch
 from hpubench.store.readback import load_results
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore, write_json_atomic
 from hpubench.strategy.spec import shards_state
 
 PROBE_TIMEOUT_S = 300.0
+PROBE_SCRATCH_PREFIX = "hpubench-probe-"
 OVERRUN = 0.10  # a budgeted run may end at most this fraction past its budget
 END_RESERVE_S = 3.0  # printing the results table after the last cell
 # A cell may run this many times its (slowdown-scaled) estimate, plus CELL_SLACK_S, before its timeout:
@@ -126,7 +128,8 @@ ProbeRunner = Callable[[list[str], float], dict[str, Any]]
 def _probe_subprocess(
     args: list[str], python: str, workload_files: Sequence[str], env: dict[str, str]
 ) -> dict[str, Any]:
-    out = Path(env.get("TMPDIR", "/tmp")) / f"hpubench-probe-{os.getpid()}-{time.monotonic_ns()}.json"
+    scratch = Scratch(PROBE_SCRATCH_PREFIX)  # a killed run's is removed by the next probe
+    out = scratch.path / "probe.json"
     argv = [python, "-m", "hpubench.run.probe", "--out", str(out), *args]
     for f in workload_files:
         argv += ["--workloads-from", f]
@@ -137,7 +140,7 @@ def _probe_subprocess(
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise ProbeFailed(type(exc).__name__) from None
     finally:
-        out.unlink(missing_ok=True)
+        scratch.remove()
     if data is None:
         usage = probe_usage(proc.stderr)
         if usage is not None:
