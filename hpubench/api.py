@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hpubench import accelerators
-from hpubench.analysis import tuning
+from hpubench.analysis import steadiness, tuning
 from hpubench.analysis.history import Point
 from hpubench.errors import ProbeFailed, UsageError, WriteFailed, os_error_text
 from hpubench.measure import doctor
@@ -173,8 +173,14 @@ def diagnose(
         )
         return found + training, facts
     child = data.get("doctor", {})
-    facts.update(torch=child.get("torch"), devices=child.get("devices", []), inventory=data["inventory"])
+    facts.update(
+        torch=child.get("torch"),
+        devices=child.get("devices", []),
+        steadiness=child.get("steadiness"),
+        inventory=data["inventory"],
+    )
     found.append(doctor.torch_finding(child.get("torch"), None))
+    found.append(steadiness.steadiness_finding(child.get("steadiness")))
     for raw in child.get("devices", []):
         device = doctor.DeviceFacts.from_dict(raw)
         found += accelerators.get(device.accelerator).doctor_findings(device)

@@ -23,7 +23,7 @@ from hpubench.measure.ranks import rank_peaks
 from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, narrow_columns
 from hpubench.present.shortkeys import shorten
-from hpubench.present.tables import numerics_line, numerics_notes, results_table
+from hpubench.present.tables import host_notes, numerics_line, numerics_notes, results_table
 from hpubench.store.record import CellResult
 
 WIDE_MIN_COLUMNS = 160  # below this the full table folds its keys; measured with an 8-dimension key
@@ -112,7 +112,7 @@ def compact_results_table(
     if any(col.name == "numerics" for col in columns):
         under.append(Text(numerics_line(results, short)))
     under += [Text(line) for line in rank_peak_lines(results, short)]
-    notes = _notes(results, short) + numerics_notes(results, short)
+    notes = _notes(results, short) + numerics_notes(results, short) + host_notes(results)
     if notes:
         under.append(Text("why not ok:\n" + "\n".join(notes)))
     return [table, *under]

@@ -11,6 +11,7 @@ from rich.table import Table
 from hpubench.analysis.compare import CellRuns, numerics_word
 from hpubench.analysis.numerics import OK as NUMERICS_OK
 from hpubench.analysis.quality import PRECEDENCE, assess_repeats
+from hpubench.analysis.steadiness import unsteady_hint
 from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, wide_columns
 from hpubench.store.record import CellResult
@@ -31,6 +32,12 @@ def quality_notes(results: Sequence[CellResult]) -> list[str]:
         reasons = q.reasons if q is not None else records[0].quality_reasons if len(records) == 1 else ()
         lines += [f"{key}: {reason}" for reason in reasons]
     return lines
+
+
+def host_notes(results: Sequence[CellResult]) -> list[str]:
+    """The line that points at the host when most figures are unstable (``unsteady_hint``), if it applies."""
+    hint = unsteady_hint([r.quality for r in results if r.status == "ok"])
+    return [hint] if hint else []
 
 
 def numerics_notes(results: Sequence[CellResult], short: Mapping[str, str] | None = None) -> list[str]:
@@ -90,7 +97,7 @@ def results_table(
         "numerics: does it still train (ok, drift, diverged, unchecked against the 32-true eager reference; "
         "'-' = recorded before numerics were checked)"
     )
-    notes = quality_notes(results) + numerics_notes(results)
+    notes = quality_notes(results) + numerics_notes(results) + host_notes(results)
     if notes:
         caption += "\nwhy not ok:\n" + "\n".join(notes)
     # Escaped: "[lowest, highest run]" and any bracket in a key or reason is text, not rich markup.

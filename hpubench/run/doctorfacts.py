@@ -19,11 +19,13 @@ from typing import Any
 import psutil
 
 from hpubench import accelerators
+from hpubench.measure import steadiness
 from hpubench.measure.doctor import HOST_ENV_VARS, DeviceFacts, HostFacts
 from hpubench.measure.heap_probe import glibc
 from hpubench.measure.telemetry import readcost
 
 GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+STEADY_SIZE = 128  # small enough to stay in cache: the block rates follow the CPU, not memory
 
 
 def governors(pattern: str = GOVERNOR_GLOB) -> dict[str, int]:
@@ -79,7 +81,23 @@ def child_facts() -> dict[str, Any]:
         else facts.to_dict()
         for cls, facts in found
     ]
-    return {"torch": str(torch.__version__), "devices": devices}
+    return {"torch": str(torch.__version__), "devices": devices, "steadiness": host_steadiness(torch)}
+
+
+def host_steadiness(torch: Any) -> dict[str, Any]:
+    """The host's own speed in short blocks (``hpubench.measure.steadiness``) of a one-thread matrix
+    multiply on the CPU, last, when nothing else of this child runs; never raises."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        a = torch.randn(STEADY_SIZE, STEADY_SIZE)
+        rates = steadiness.block_rates(lambda: torch.mm(a, a))
+    except Exception as exc:  # a broken torch build: say so, keep the other facts
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        torch.set_num_threads(threads)
+    work = f"a one-thread {STEADY_SIZE}x{STEADY_SIZE} matrix multiply"
+    return {"work": work, "block_s": steadiness.BLOCK_S, "rates": rates}
 
 
 def telemetry_probe(cls: type[accelerators.Accelerator]) -> dict[str, Any]:

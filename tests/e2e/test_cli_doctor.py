@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,7 +38,9 @@ CLEARED = (
 )
 
 
-def doctor(*args: str, double: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+def doctor(
+    *args: str, double: bool = False, preexec: Callable[[], None] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if k not in CLEARED}
     full["PYTHONPATH"] = os.pathsep.join([str(ROOT), *([str(FAKES)] if double else [])])
     full.update(env)
@@ -46,6 +51,7 @@ def doctor(*args: str, double: bool = False, **env: str) -> subprocess.Completed
         capture_output=True,
         text=True,
         timeout=300,
+        preexec_fn=preexec,
     )
 
 
@@ -66,6 +72,7 @@ def test_cpu_machine_is_healthy_and_json_has_every_section() -> None:
         ("host", "threads"),
         ("host", "heap"),
         ("host", "host memory"),
+        ("host", "host speed"),  # OK or WARN: that depends on this host's neighbours
     ):
         assert want in checks
     assert ("torch", "torch") in checks and ("plan", "cells") in checks
@@ -77,6 +84,42 @@ def test_cpu_machine_is_healthy_and_json_has_every_section() -> None:
         "lazy mode exists only on HPU" in f["detail"] for f in doc["findings"] if f["check"] == "skipped"
     )
     assert doc["facts"]["torch"]
+    assert len(doc["facts"]["steadiness"]["rates"]) == 15
+
+
+def test_a_host_whose_speed_swings_is_named_before_a_run() -> None:
+    """A busy loop stopped and continued every 0.3 s on the one CPU doctor may use: the host's own speed
+    swings between about half and all of it, and the host check warns with the figures and the fix."""
+    cpu = min(os.sched_getaffinity(0))
+    hog = subprocess.Popen(
+        ["yes"], stdout=subprocess.DEVNULL, preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
+    )
+    stop = threading.Event()
+
+    def swing() -> None:
+        while not stop.wait(0.3):
+            hog.send_signal(signal.SIGSTOP)
+            if stop.wait(0.3):
+                break
+            hog.send_signal(signal.SIGCONT)
+
+    toggler = threading.Thread(target=swing)
+    toggler.start()
+    try:
+        proc = doctor("--json", "--matrix", "smoke", preexec=lambda: os.sched_setaffinity(0, {cpu}))
+    finally:
+        stop.set()
+        toggler.join()
+        hog.send_signal(signal.SIGCONT)
+        hog.kill()
+        hog.wait()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    speed = next(f for f in doc["findings"] if f["check"] == "host speed")
+    assert speed["level"] == "WARN", speed
+    low, high = (int(x) for x in re.search(r"ran at (\d+)%-(\d+)% of its median", speed["detail"]).groups())
+    assert high / low > 1.3, speed["detail"]  # the hog takes half the CPU in about half the blocks
+    assert "'unstable'" in speed["detail"] and speed["fix"].startswith("benchmark on a dedicated")
 
 
 def test_healthy_double_reports_the_bridge_and_hlml() -> None:

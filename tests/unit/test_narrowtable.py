@@ -75,3 +75,20 @@ def test_a_lone_status_is_not_called_ok() -> None:
     bad = replace(make_result(Cell("mlp"), np.full(20, 0.01)), status="failed", reason="x")
     _, (row,), _ = compact_rows([bad])
     assert row["verdict"] == "failed"
+
+
+def test_most_figures_unstable_point_at_the_host_in_both_tables() -> None:
+    rng = np.random.default_rng(2)
+    drifting = np.concatenate(
+        [rng.lognormal(-7, 0.01, 25), rng.lognormal(-7.2, 0.01, 25)]
+    )  # halves 18% apart
+    steady = rng.lognormal(-7, 0.01, 50)
+    cells = [Cell("mlp"), Cell("gpt"), Cell("mlp", precision="bf16-mixed")]
+    two = [with_quality(make_result(c, t)) for c, t in zip(cells, [drifting, drifting, steady], strict=True)]
+    assert [r.quality for r in two] == ["unstable", "unstable", "ok"]
+    for width in (80, WIDE_MIN_COLUMNS):  # the compact table and the full one
+        text = " ".join(_render(two, width).split())
+        assert text.count("2 of 3 figures are unstable") == 1, text
+        assert "hpubench doctor (its 'host speed' line)" in text
+    one = two[:1] + [with_quality(make_result(c, steady)) for c in cells[1:]]
+    assert "figures are unstable" not in " ".join(_render(one, WIDE_MIN_COLUMNS).split())
