@@ -21,7 +21,9 @@ the same plain script importing pandas first (``plainloop.py --import pandas``).
 and the standard library stays just short of the resize of Python's interned-string table, and a process
 that imports more (pandas, requests, transformers, hpubench's cell) passes it, which moves glibc's dynamic
 heap thresholds; its ratio says which kind of script the cell's figure matches. Never run beside other
-work: the figures are ratios within one run, and a busy neighbour moves them.
+work: the figures are ratios within one run, and a busy neighbour moves them. The host's own steadiness
+(``hpubench doctor``'s host speed line, ``benchmarks/hostspeed.py``) is printed before and after: on a host
+that reads UNSTEADY, the A/A spread is wide and most rows cannot be decided.
 
 ``python benchmarks/agreement.py [--rounds 5] [--workloads mlp,gpt,resnet,hf:gpt2] [--json FILE]``
 """
@@ -41,6 +43,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import hostspeed  # noqa: E402
 
 from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
 from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
@@ -244,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     if f"SEED = {SEED}" not in plain_src or f"N_BATCHES = {N_BATCHES}" not in plain_src:
         raise SystemExit("plainloop.py's SEED or N_BATCHES no longer match the worker's; update plainloop.py")
     results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    host = {"before": hostspeed.measure()}
+    print(hostspeed.line("before", host["before"]), file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="hpubench-agreement-") as tmp:
         folder = Path(tmp)
         for rnd in range(args.rounds):
@@ -261,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
                                 run_plain(name, condition, side)
                             )
             print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    host["after"] = hostspeed.measure()
     rows = summarise(results, names)
+    print("\n" + "\n".join(hostspeed.line(when, facts) for when, facts in host.items()))
     print(
         f"\nhpubench vs a plain script of the same work, {args.rounds} interleaved rounds, fresh processes; "
         "ratio: median of the rounds' hpubench/plain"
@@ -287,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     if args.json:
         runs = {"|".join(k): v for k, v in results.items()}
-        Path(args.json).write_text(json.dumps({"rows": rows, "runs": runs}, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "runs": runs, "host_speed": host}, indent=1))
     return 0
 
 

@@ -14,6 +14,8 @@ default CPU thread policy unless a check says otherwise), tiny size, 32-true, ea
    warm-up and measured steps the repeats chose) in as many fresh processes, interleaved across the
    workloads; its CV is the run-to-run spread of this machine with no harness at all. hpubench's CV near
    the floor means the harness adds no spread of its own, whatever the floor is.
+   The host's own steadiness (``benchmarks/hostspeed.py``, doctor's host speed line) is printed before and
+   after: the 2% target is for a host that reads steady.
 
 2. Collapse guard. The same cell, quiet and then with a CPU hog beside it (``python -c "while True:
    pass"``, started before the run and killed after it), under the default thread policy (cores-1) and
@@ -35,7 +37,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from outpath import json_out_problem  # benchmarks/ is on sys.path: these run as scripts
+import hostspeed  # benchmarks/ is on sys.path: these run as scripts
+from outpath import json_out_problem
 
 ROOT = Path(__file__).resolve().parent.parent
 HOG = "while True: pass"
@@ -237,12 +240,18 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(chosen) - set(REPEATABILITY["full"]))
         if unknown:
             ap.error(f"--workloads: {', '.join(unknown)} not among {', '.join(REPEATABILITY['full'])}")
+    host = {"before": hostspeed.measure()}
+    print(hostspeed.line("before", host["before"]), flush=True)
     rep = repeatability(chosen, args.repeats, extra)
+    host["after repeatability"] = hostspeed.measure()
+    print(hostspeed.line("after repeatability", host["after repeatability"]), flush=True)
     bare_floor(rep, args.repeats)
     guard = [] if args.no_guard else collapse_guard(tuple(w for w in GUARD[mode] if w in chosen))
     print_report(rep, guard, args.repeats)
     if args.json:
-        args.json.write_text(json.dumps({"repeatability": rep, "collapse_guard": guard}, indent=1))
+        args.json.write_text(
+            json.dumps({"repeatability": rep, "collapse_guard": guard, "host_speed": host}, indent=1)
+        )
     return 0
 
 

@@ -4,7 +4,9 @@ Run with ``make bench`` or ``python benchmarks/verdict_rates.py [--rounds 10] [-
 [--recompile-cells 4] [--json PATH]``. CPU only; every cell runs through the CLI as a user runs it
 (``python -m hpubench run ... -o TMP``). It prints figures and a check per bar; it never asserts (the
 tests do: tests/unit/test_contention.py, tests/e2e/test_hog_interfered.py). About 6-8 minutes with the
-defaults on a quiet 2-core machine; run it on a quiet one, since every other process is a neighbour.
+defaults on a quiet 2-core machine; run it on a quiet one, since every other process is a neighbour. The
+host's own steadiness (``benchmarks/hostspeed.py``) is printed before and after the quiet rounds: the bar is
+for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts that describe the host.
 
 1. Quiet. ``hpubench run --matrix smoke`` ``--rounds`` times (at least 10 for the bar). For each timing
    verdict, the share of measured cells given it; the bar: every non-``ok`` verdict on at most 5% of them.
@@ -34,6 +36,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import hostspeed  # noqa: E402
 
 from hpubench.analysis.quality import OK, PRECEDENCE  # noqa: E402
 
@@ -156,8 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
         "(others' work skews the quiet rates)"
     )
+    host = {"before": hostspeed.measure()}
+    print(hostspeed.line("before", host["before"]), flush=True)
     t0 = time.monotonic()
-    out = {"quiet": quiet(a.rounds), "hogs": hogs(a.hog_cells), "recompiles": recompiles(a.recompile_cells)}
+    out: dict[str, Any] = {"quiet": quiet(a.rounds)}
+    host["after quiet rounds"] = hostspeed.measure()  # the hogs would be measured too
+    print(hostspeed.line("after quiet rounds", host["after quiet rounds"]), flush=True)
+    out.update(hogs=hogs(a.hog_cells), recompiles=recompiles(a.recompile_cells), host_speed=host)
     if a.rounds < 10:
         print(f"note: {a.rounds} quiet rounds: the bar asks for at least 10")
     print(f"total {time.monotonic() - t0:.0f} s")

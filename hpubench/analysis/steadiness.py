@@ -26,21 +26,30 @@ def span(rates: Sequence[float]) -> tuple[float, float]:
     return deciles[0] / mid, deciles[-1] / mid
 
 
-def steadiness_finding(facts: Mapping[str, Any] | None) -> Finding:
-    """The finding for the child's ``steadiness`` facts (``work``, ``block_s``, ``rates``), or why there
-    is none."""
+def judge(facts: Mapping[str, Any] | None) -> tuple[bool, str] | None:
+    """(steady, what was measured in words) for the child's ``steadiness`` facts (``work``, ``block_s``,
+    ``rates``); None when fewer than 5 blocks were timed."""
     rates = [float(r) for r in (facts or {}).get("rates", ()) if r > 0]
-    if len(rates) < 5:
-        why = (facts or {}).get("error") or "not measured"
-        return Finding(
-            HOST, CHECK, WARN, f"not measured: {why}", "run hpubench doctor again; report it if this stays"
-        )
+    if facts is None or len(rates) < 5:
+        return None
     low, high = span(rates)
     what = (
         f"{facts['work']} ran at {low:.0%}-{high:.0%} of its median speed (10th-90th percentile) over "
         f"{len(rates)} blocks of {facts['block_s']:g} s"
     )
-    if high / low - 1 <= UNSTEADY_SPAN:
+    return high / low - 1 <= UNSTEADY_SPAN, what
+
+
+def steadiness_finding(facts: Mapping[str, Any] | None) -> Finding:
+    """The doctor's finding for the host's steadiness facts, or why there is none."""
+    judged = judge(facts)
+    if judged is None:
+        why = (facts or {}).get("error") or "not measured"
+        return Finding(
+            HOST, CHECK, WARN, f"not measured: {why}", "run hpubench doctor again; report it if this stays"
+        )
+    steady, what = judged
+    if steady:
         return Finding(HOST, CHECK, OK, f"steady: {what}")
     return Finding(
         HOST,
