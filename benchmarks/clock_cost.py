@@ -29,7 +29,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bareloop import build_training  # benchmarks/ is on sys.path: these run as scripts
+import hostspeed  # benchmarks/ is on sys.path: these run as scripts
+from bareloop import build_training
 from outpath import json_out_problem
 from workloadarg import parse_workloads
 
@@ -190,6 +191,8 @@ def main(argv: list[str]) -> int:
         print(f"no {args.device} device on this machine: nothing measured")
         return 2
     print(f"clock cost on {args.device}: {args.rounds} rounds, sides rotated; ratios to 'plain', same round")
+    host = {"before": hostspeed.measure()}
+    print(hostspeed.line("before", host["before"]), flush=True)
     results = []
     for name in names:
         res = measure_workload(name, args.device, args.rounds, args.variants and args.device == "cuda")
@@ -199,11 +202,15 @@ def main(argv: list[str]) -> int:
             for key, iv in res["intervals"].items()
         )
         print(f"{res['workload']} ({res['steps_per_block']} steps a block): {cells}", flush=True)
+    host["after"] = hostspeed.measure()
+    print(hostspeed.line("after", host["after"]))
     for res in results:
         print(f"{res['workload']}: device clock chose {' | '.join(res['clock'])}")
     if args.json is not None:
         with open(args.json, "w") as f:
-            json.dump({"device": args.device, "rounds": args.rounds, "results": results}, f)
+            json.dump(
+                {"device": args.device, "rounds": args.rounds, "results": results, "host_speed": host}, f
+            )
     return 0
 
 

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import hostspeed  # benchmarks/ is on sys.path: this runs as a script
+
 HERE = Path(__file__).resolve().parent
 MATRIX = HERE / "gpu-check.toml"
 # Asked in a child: this script never imports torch itself (as hpubench's launcher never does).
@@ -91,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.monotonic()
     print(f"gpu-check: {gpus} GPU(s); running {MATRIX.name} -> {args.out}", flush=True)
+    # A launch-bound CUDA step runs at the host CPU's speed: a host that swings makes cells unstable.
+    print(hostspeed.line("before", hostspeed.measure()), flush=True)
     run = hpubench("run", "--matrix", str(MATRIX), "-o", str(args.out))
+    print(hostspeed.line("after the run", hostspeed.measure()), flush=True)
     recs = records(args.out)
     prof = hpubench("profile", *PROFILE_ARGS, "--out", str(args.out / "profile"))
     wall = time.monotonic() - t0

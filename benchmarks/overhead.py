@@ -53,7 +53,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bareloop import bare_loop  # benchmarks/ is on sys.path: these run as scripts
+import hostspeed  # benchmarks/ is on sys.path: these run as scripts
+from bareloop import bare_loop
 from outpath import json_out_problem
 from overhead_cells import (
     bookkeeping_costs,
@@ -414,7 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         plan = [(w, default_steps.get(w, 40)) for w in names]
 
     print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
+    host = {"before": hostspeed.measure()}
     parts = run_parts(parser, args, mode, plan)
+    host["after"] = hostspeed.measure()
 
     total_s = time.perf_counter() - t_start
     busy_end = _host_busy_s()
@@ -429,8 +432,10 @@ def main(argv: list[str] | None = None) -> int:
         "total_s": total_s,
         "environment": environment(cpu_model_name(), torch.__version__, load_start, others, total_s),
         **parts,
+        "host_speed": host,
     }
     print_report(res)
+    print("\n".join(hostspeed.line(when, facts) for when, facts in host.items()))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(res, indent=2, default=str) + "\n")

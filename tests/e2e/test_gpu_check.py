@@ -72,8 +72,9 @@ def test_the_check_matrix_covers_every_cuda_path() -> None:
     assert "/cpu/" not in text
 
 
-def test_the_table_names_the_clock_each_record_states() -> None:
+def test_the_table_names_the_clock_each_record_states(monkeypatch: pytest.MonkeyPatch) -> None:
     """The clock column reads the record's ``runtime.timing``: every clock's own method maps to its word."""
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # as a script, its own folder is on the path
     spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
     assert spec is not None and spec.loader is not None
     gpu_check = importlib.util.module_from_spec(spec)
