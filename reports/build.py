@@ -24,6 +24,7 @@ import hpubench
 from hpubench.analysis.compare import Comparison
 from hpubench.analysis.prices import Tables
 from hpubench.analysis.stats import summary as stats
+from hpubench.analysis.steadiness import unsteady_hint
 from reports import assets, charts, comparecharts, fmt, observed
 from reports.celltable import cell_table
 from reports.decision import WorkloadDecision, decisions
@@ -301,6 +302,7 @@ def report_html(
         any_double=any(rs.test_double for rs in sets),
         memory_rss=any("RSS" in str(src) for src in ok["memory_source"].dropna()),
         any_estimate=bool(ok["price_estimate"].eq(True).any() or ok["peak_estimate"].eq(True).any()),
+        unsteady=unsteady_hint([r.quality for rs in sets for r in rs.results if r.status == "ok"]),
         counts={s: int((df["status"] == s).sum()) for s in ("ok", "failed", "skipped")},
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from html import escape
 from pathlib import Path
 
@@ -228,6 +229,20 @@ def test_a_price_file_overrides_prices_and_peaks_in_the_report(tmp_path):
     assert _float(row["price_usd_per_device_hour"][0]) == 1.0
     assert _float(row["mfu"][0]) == pytest.approx(rec.metrics.achieved_tflops / 400, rel=REL)
     assert "our contract" in html and "our own GEMM test" in html and str(prices) in html
+
+
+@pytest.mark.parametrize("unstable", [2, 1])
+def test_a_report_whose_figures_are_mostly_unstable_points_at_the_host(unstable: int, tmp_path):
+    records = [fake_result(w, "cpu", "AMD EPYC", precision="32-true") for w in ("mlp", "gpt", "bert")]
+    records = [replace(r, quality="unstable") if i < unstable else r for i, r in enumerate(records)]
+    assert [r.quality for r in records].count("ok") == 3 - unstable
+    html = _report(str(write_run(tmp_path / "run", records)), "-o", str(tmp_path / "r.html"))
+    banner = re.search(r'<div class="banner" id="unsteady-host">([^<]*)</div>', html)
+    if unstable == 2:
+        assert banner and banner[1].startswith("2 of 3 figures are unstable"), banner
+        assert "hpubench doctor" in banner[1]
+    else:
+        assert banner is None
 
 
 def test_compare_gaudi_vs_gaudi2(hw_runs, tmp_path):
