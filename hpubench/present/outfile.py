@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hpubench.errors import UsageError, os_error_text
 from hpubench.store.layout import baseline_store_of, results_dir_of
-from hpubench.store.leftovers import sweep_temps, temp_beside
+from hpubench.store.leftovers import claim_temp
 
 
 def check_suffix(path: Path, known: Sequence[str]) -> None:
@@ -79,8 +79,7 @@ def write_output(path: str | os.PathLike[str], data: bytes, make_parent: bool = 
     """Check ``path`` (``check_target``), then replace it with ``data`` in one step; a failure leaves the
     old file (or none) in place and is one line."""
     target = check_target(path, make_parent)
-    sweep_temps(target)
-    tmp = temp_beside(target)
+    tmp = claim_temp(target)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         try:

@@ -13,7 +13,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from hpubench.store.leftovers import sweep_temps, temp_beside
+from hpubench.store.leftovers import claim_temp
 
 LOG_CAP_BYTES = 4 * 2**20
 HEAD_BYTES = 1 * 2**20
@@ -29,8 +29,7 @@ def cap_log(path: str | os.PathLike[str], cap: int = LOG_CAP_BYTES, head: int = 
     if size <= cap:
         return 0
     tail = cap - head
-    sweep_temps(log)
-    tmp = temp_beside(log)
+    tmp = claim_temp(log)
     try:
         with open(log, "rb") as f:
             first = f.read(head)

@@ -33,6 +33,12 @@ def temp_beside(target: Path) -> Path:
     return target.with_name(f".{target.name}.{HOST}-{os.getpid()}{TEMP_SUFFIX}")
 
 
+def claim_temp(target: Path) -> Path:
+    """``temp_beside(target)``, after removing what killed writers of ``target`` left (``sweep_temps``)."""
+    sweep_temps(target)
+    return temp_beside(target)
+
+
 def writer_gone(owner: str) -> bool:
     """Whether the writer ``owner`` ("host-pid") is known to have exited: only a process of this host can
     be asked, so any other owner is not known gone."""
@@ -44,7 +50,7 @@ def writer_gone(owner: str) -> bool:
     except ProcessLookupError:
         return True
     except OSError:  # another user's live process
-        return False
+        pass
     return False
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from hpubench.errors import UsageError, WriteFailed, os_error_text
 from hpubench.store.layout import CELLS_FILE, LOGS_DIR, META_FILE
-from hpubench.store.leftovers import sweep_temps, temp_beside
+from hpubench.store.leftovers import claim_temp, temp_beside
 from hpubench.store.metacheck import MetaError, check_meta
 from hpubench.store.readback import latest_per_key, parse_records
 from hpubench.store.record import STATUS_FAILED, STATUS_OK, CellResult
@@ -71,9 +71,9 @@ def write_json_atomic(
     machine crash takes the waiting parent with it).
     """
     path = Path(path)
-    if durable:  # a file that outlives its run: clear what a killed writer left beside it
-        sweep_temps(path)
-    tmp = temp_beside(path)
+    # A durable file outlives its run: clear what a killed writer left beside it. A child's result for its
+    # waiting parent is not swept: most live in the run's scratch folder, which goes whole.
+    tmp = claim_temp(path) if durable else temp_beside(path)
     if indent is None:
         text = json.dumps(data, separators=(",", ":"), default=str)
     else:
