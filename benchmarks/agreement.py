@@ -248,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     if f"SEED = {SEED}" not in plain_src or f"N_BATCHES = {N_BATCHES}" not in plain_src:
         raise SystemExit("plainloop.py's SEED or N_BATCHES no longer match the worker's; update plainloop.py")
     results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    host = {"before": hostspeed.measure()}
-    print(hostspeed.line("before", host["before"]), file=sys.stderr, flush=True)
+    host: dict[str, dict[str, Any]] = {}
+    hostspeed.take(host, "before", sys.stderr)
     with tempfile.TemporaryDirectory(prefix="hpubench-agreement-") as tmp:
         folder = Path(tmp)
         for rnd in range(args.rounds):
@@ -267,9 +267,9 @@ def main(argv: list[str] | None = None) -> int:
                                 run_plain(name, condition, side)
                             )
             print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    host["after"] = hostspeed.measure()
+    hostspeed.take(host, "after", None)
     rows = summarise(results, names)
-    print("\n" + "\n".join(hostspeed.line(when, facts) for when, facts in host.items()))
+    print("\n" + hostspeed.lines(host))
     print(
         f"\nhpubench vs a plain script of the same work, {args.rounds} interleaved rounds, fresh processes; "
         "ratio: median of the rounds' hpubench/plain"

@@ -191,8 +191,8 @@ def main(argv: list[str]) -> int:
         print(f"no {args.device} device on this machine: nothing measured")
         return 2
     print(f"clock cost on {args.device}: {args.rounds} rounds, sides rotated; ratios to 'plain', same round")
-    host = {"before": hostspeed.measure()}
-    print(hostspeed.line("before", host["before"]), flush=True)
+    host: dict[str, dict[str, Any]] = {}
+    hostspeed.take(host, "before")
     results = []
     for name in names:
         res = measure_workload(name, args.device, args.rounds, args.variants and args.device == "cuda")
@@ -202,8 +202,7 @@ def main(argv: list[str]) -> int:
             for key, iv in res["intervals"].items()
         )
         print(f"{res['workload']} ({res['steps_per_block']} steps a block): {cells}", flush=True)
-    host["after"] = hostspeed.measure()
-    print(hostspeed.line("after", host["after"]))
+    hostspeed.take(host, "after")
     for res in results:
         print(f"{res['workload']}: device clock chose {' | '.join(res['clock'])}")
     if args.json is not None:

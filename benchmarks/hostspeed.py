@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -38,3 +38,16 @@ def line(when: str, facts: dict[str, Any]) -> str:
     if judged is None:
         return f"host speed ({when}): not measured: {facts.get('error', 'too few blocks')}"
     return f"host speed ({when}): {'steady' if judged[0] else 'UNSTEADY'}: {judged[1]}"
+
+
+def take(host: dict[str, dict[str, Any]], when: str, file: TextIO | None = sys.stdout) -> None:
+    """Measure now, keep the facts in ``host`` under ``when``, and print their line to ``file`` (None:
+    not yet; ``lines`` prints them all later)."""
+    host[when] = measure()
+    if file is not None:
+        print(line(when, host[when]), file=file, flush=True)
+
+
+def lines(host: dict[str, dict[str, Any]]) -> str:
+    """Every line of ``host``, in the order they were taken."""
+    return "\n".join(line(when, facts) for when, facts in host.items())

@@ -415,9 +415,10 @@ def main(argv: list[str] | None = None) -> int:
         plan = [(w, default_steps.get(w, 40)) for w in names]
 
     print(f"hpubench overhead benchmark, {mode} run on {args.device}: measuring ...", flush=True)
-    host = {"before": hostspeed.measure()}
+    host: dict[str, dict[str, Any]] = {}
+    hostspeed.take(host, "before", None)
     parts = run_parts(parser, args, mode, plan)
-    host["after"] = hostspeed.measure()
+    hostspeed.take(host, "after", None)
 
     total_s = time.perf_counter() - t_start
     busy_end = _host_busy_s()
@@ -435,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         "host_speed": host,
     }
     print_report(res)
-    print("\n".join(hostspeed.line(when, facts) for when, facts in host.items()))
+    print(hostspeed.lines(host))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(res, indent=2, default=str) + "\n")

@@ -240,11 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(chosen) - set(REPEATABILITY["full"]))
         if unknown:
             ap.error(f"--workloads: {', '.join(unknown)} not among {', '.join(REPEATABILITY['full'])}")
-    host = {"before": hostspeed.measure()}
-    print(hostspeed.line("before", host["before"]), flush=True)
+    host: dict[str, dict[str, Any]] = {}
+    hostspeed.take(host, "before")
     rep = repeatability(chosen, args.repeats, extra)
-    host["after repeatability"] = hostspeed.measure()
-    print(hostspeed.line("after repeatability", host["after repeatability"]), flush=True)
+    hostspeed.take(host, "after repeatability")
     bare_floor(rep, args.repeats)
     guard = [] if args.no_guard else collapse_guard(tuple(w for w in GUARD[mode] if w in chosen))
     print_report(rep, guard, args.repeats)

@@ -160,12 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
         "(others' work skews the quiet rates)"
     )
-    host = {"before": hostspeed.measure()}
-    print(hostspeed.line("before", host["before"]), flush=True)
+    host: dict[str, dict[str, Any]] = {}
+    hostspeed.take(host, "before")
     t0 = time.monotonic()
     out: dict[str, Any] = {"quiet": quiet(a.rounds)}
-    host["after quiet rounds"] = hostspeed.measure()  # the hogs would be measured too
-    print(hostspeed.line("after quiet rounds", host["after quiet rounds"]), flush=True)
+    hostspeed.take(host, "after quiet rounds")  # the bar is about the quiet rounds: taken before the hogs
     out.update(hogs=hogs(a.hog_cells), recompiles=recompiles(a.recompile_cells), host_speed=host)
     if a.rounds < 10:
         print(f"note: {a.rounds} quiet rounds: the bar asks for at least 10")
