@@ -4,15 +4,16 @@
 stop, handing it the step times so far and the seconds since the measured phase began; the condition
 answers None (go on) or the reason, which the record keeps as ``runtime["steps_stop"]``.
 
-The auto rule measures in rounds of growing size, as pytest-benchmark and asv do: the interval is
-computed at round ends only (``min_steps``, then 25% more steps each round), so its cost stays a few
-milliseconds per round and the total work is linear in the steps measured. The interval it uses is the
-cheap one, a Student-t interval on batch means (``locations.run_location``: contiguous batches long enough
-to absorb the steps' autocorrelation), not the record's percentile bootstrap (``stats.throughput``, 2000
-resamples, too slow to run every round). Both describe the same mean step time; the bootstrap treats
+The auto rule measures in rounds of growing size, as pytest-benchmark and asv do: the interval is computed
+at round ends only (``min_steps``, then 25% more steps each round), and only once ``min_time`` has passed,
+so the total work is linear in the steps measured. That work runs between two steps, outside their brackets,
+yet the steps after it run slower (``docs/measurements.md``), so none is done early. The interval it uses is
+the cheap one, a Student-t interval on batch means (``locations.run_location``: contiguous batches long
+enough to absorb the steps' autocorrelation), not the record's percentile bootstrap (``stats.throughput``,
+2000 resamples, too slow to run every round). Both describe the same mean step time; the bootstrap treats
 steps as independent and so reads narrower on a drifting machine, which makes the batch-means rule the
-stricter of the two. The record keeps the bootstrap interval and, beside the stop reason, the half-width
-the rule saw.
+stricter of the two. The record keeps the bootstrap interval and, beside the stop reason, the half-width the
+rule saw.
 """
 
 from __future__ import annotations
@@ -68,29 +69,39 @@ def next_check(n: int, rule: AutoSteps) -> int:
     return min(MAX_AUTO_STEPS, max(n + 1, math.ceil(n * ROUND_GROWTH)))
 
 
-def stop_reason(
+def decide(
     step_times_s: Sequence[float], elapsed_s: float, rule: AutoSteps, *, round_end: bool
-) -> str | None:
-    """The auto rule's decision after a step: the reason to stop, or None to go on.
+) -> tuple[str | None, float | None]:
+    """The auto rule's decision after a step: (the reason to stop or None to go on, the interval's
+    half-width where the decision needed it, else None).
 
     Never before ``min_steps``. Then: the time limit (checked after every step), the step cap, and, at a
-    round end once ``min_time`` has passed, the target half-width.
+    round end once ``min_time`` has passed, the target half-width. The interval is computed only there:
+    the work between two steps slows the steps after it, so rounds before ``min_time`` do none.
     """
     n = len(step_times_s)
     if n < rule.min_steps:
-        return None
+        return None, None
     if elapsed_s >= rule.max_time_s:
         hw = half_width(step_times_s)
-        return f"max-time: {rule.max_time_s:g} s reached, half-width {_pct(hw)} after {n} steps"
+        return f"max-time: {rule.max_time_s:g} s reached, half-width {_pct(hw)} after {n} steps", hw
     if n >= MAX_AUTO_STEPS:
         hw = half_width(step_times_s)
-        return f"max-steps: {MAX_AUTO_STEPS} steps reached, half-width {_pct(hw)}"
+        return f"max-steps: {MAX_AUTO_STEPS} steps reached, half-width {_pct(hw)}", hw
     if not round_end or elapsed_s < rule.min_time_s:
-        return None
+        return None, None
     hw = half_width(step_times_s)
     if hw <= rule.target_ci:
-        return f"target: interval half-width {_pct(hw)} <= {_pct(rule.target_ci)} after {n} steps"
-    return None
+        return f"target: interval half-width {_pct(hw)} <= {_pct(rule.target_ci)} after {n} steps", hw
+    return None, hw
+
+
+def round_note(n: int, width: float | None, rule: AutoSteps) -> str:
+    """The live display's text at a round end: the interval the rule just saw, or when it will first look."""
+    target = f"(target {_pct(rule.target_ci)})"
+    if width is None:
+        return f"step {n}, interval from {rule.min_time_s:g} s {target}"
+    return f"step {n}, interval ±{_pct(width)} {target}"
 
 
 def _pct(x: float) -> str:
@@ -109,14 +120,14 @@ class AutoStop:
     def __init__(
         self, rule: AutoSteps, agree: Agree | None = None, on_round: Callable[[str], None] | None = None
     ) -> None:
-        """``on_round`` gets, at each round end, the interval's current width against the target, for the
-        live display (the step feed's ``note``): under auto steps "step n/N" has no N."""
+        """``on_round`` gets, at each round end, the width of the interval the rule just saw against the
+        target (:func:`round_note`), for the live display (the step feed's ``note``): under auto steps
+        "step n/N" has no N."""
         self.rule = rule
         self.agree = agree
         self.on_round = on_round
         self._next = next_check(0, rule)
         self.rounds = 0
-        self.last_half_width: float | None = None
 
     def __call__(self, times: Sequence[float], elapsed_s: float) -> str | None:
         n = len(times)
@@ -124,15 +135,12 @@ class AutoStop:
         if round_end:
             self._next = next_check(n, self.rule)
             self.rounds += 1
-            if self.on_round is not None:
-                self.on_round(
-                    f"step {n}, interval ±{_pct(half_width(times))} (target {_pct(self.rule.target_ci)})"
-                )
-        if self.agree is None:
-            return stop_reason(times, elapsed_s, self.rule, round_end=round_end)
-        if not round_end:
+        elif self.agree is not None:
             return None
-        return self.agree(stop_reason(times, elapsed_s, self.rule, round_end=True))
+        reason, width = decide(times, elapsed_s, self.rule, round_end=round_end)
+        if round_end and self.on_round is not None:
+            self.on_round(round_note(n, width, self.rule))
+        return reason if self.agree is None else self.agree(reason)
 
     def summary(self, times: Sequence[float]) -> dict[str, object]:
         """What the record keeps beside the stop reason: the rule, the rounds and the final half-width."""

@@ -11,10 +11,10 @@ from hpubench.measure.stopping import (
     MAX_AUTO_STEPS,
     Agree,
     AutoStop,
+    decide,
     fixed_steps,
     half_width,
     next_check,
-    stop_reason,
 )
 from hpubench.plan.autosteps import AutoSteps, parse_knob, parse_steps, with_knobs
 
@@ -153,9 +153,9 @@ def test_half_width_widens_for_drifting_steps() -> None:
     assert half_width(drift) > 3 * half_width(iid)
 
 
-def test_stop_reason_before_min_steps_is_none() -> None:
+def test_no_decision_before_min_steps() -> None:
     rule = AutoSteps(min_steps=10)
-    assert stop_reason([1.0] * 9, 1e9, rule, round_end=True) is None
+    assert decide([1.0] * 9, 1e9, rule, round_end=True) == (None, None)
 
 
 # ---- the settings ---------------------------------------------------------------------------------------
@@ -208,3 +208,33 @@ def test_each_round_end_reports_the_interval_width_for_the_live_display() -> Non
     assert len(notes) == len(ends)
     assert notes[0].startswith(f"step {ends[0]}, interval ±") and notes[0].endswith("(target 0.1%)")
     assert notes[-1] == f"step {ends[-1]}, interval ±{half_width(times[: ends[-1]]):.1%} (target 0.1%)"
+
+
+def test_rounds_before_min_time_compute_no_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interval's work runs between two steps and slows the steps after it: rounds ending before
+    min_time do none, and say when the interval will first be looked at; from then on the note shows the
+    width the rule itself saw, computed once."""
+    from hpubench.measure import stopping
+
+    widths: list[int] = []
+    real = stopping.half_width
+
+    def counted(times, *args):
+        widths.append(len(times))
+        return real(times, *args)
+
+    monkeypatch.setattr(stopping, "half_width", counted)
+    rule = AutoSteps(target_ci=0.001, min_steps=10, min_time_s=0.5, max_time_s=1e6)
+    notes: list[str] = []
+    stop = AutoStop(rule, on_round=notes.append)
+    times = _noisy(120, 0.01, cv=0.2)
+    for n in range(1, len(times) + 1):
+        stop(times[:n], sum(times[:n]))
+    ends = sorted(e for e in _round_ends(rule, 120) if e <= 120)
+    late = [e for e in ends if sum(times[:e]) >= 0.5]
+    assert late and len(late) < len(ends)  # rounds on both sides of min_time
+    assert widths == late  # one interval per round once min_time has passed, none before
+    early_notes = notes[: len(ends) - len(late)]
+    assert early_notes[0] == f"step {ends[0]}, interval from 0.5 s (target 0.1%)"
+    assert all("±" not in note for note in early_notes)
+    assert notes[-1] == f"step {late[-1]}, interval ±{real(times[: late[-1]]):.1%} (target 0.1%)"
