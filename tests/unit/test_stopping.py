@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from hpubench.measure import stopping
 from hpubench.measure.stopping import (
     MAX_AUTO_STEPS,
     Agree,
@@ -197,14 +198,19 @@ def test_auto_steps_validation_and_knob_replacement() -> None:
     assert (a.target_ci, a.max_time_s) == (0.05, 2.0)
 
 
-def test_each_round_end_reports_the_interval_width_for_the_live_display() -> None:
-    rule = AutoSteps(target_ci=0.001, min_steps=10, min_time_s=0.0, max_time_s=1e6)
+def _notes(rule: AutoSteps, n: int) -> tuple[list[str], list[float], list[int]]:
+    """(the live display's notes, the step times fed, the round ends) for ``n`` noisy steps."""
     notes: list[str] = []
     stop = AutoStop(rule, on_round=notes.append)
-    times = _noisy(60, 0.01, cv=0.2)
-    for n in range(1, len(times) + 1):
-        stop(times[:n], sum(times[:n]))
-    ends = sorted(e for e in _round_ends(rule, 60) if e <= 60)
+    times = _noisy(n, 0.01, cv=0.2)
+    for k in range(1, len(times) + 1):
+        stop(times[:k], sum(times[:k]))
+    return notes, times, sorted(e for e in _round_ends(rule, n) if e <= n)
+
+
+def test_each_round_end_reports_the_interval_width_for_the_live_display() -> None:
+    rule = AutoSteps(target_ci=0.001, min_steps=10, min_time_s=0.0, max_time_s=1e6)
+    notes, times, ends = _notes(rule, 60)
     assert len(notes) == len(ends)
     assert notes[0].startswith(f"step {ends[0]}, interval ±") and notes[0].endswith("(target 0.1%)")
     assert notes[-1] == f"step {ends[-1]}, interval ±{half_width(times[: ends[-1]]):.1%} (target 0.1%)"
@@ -214,27 +220,19 @@ def test_rounds_before_min_time_compute_no_interval(monkeypatch: pytest.MonkeyPa
     """The interval's work runs between two steps and slows the steps after it: rounds ending before
     min_time do none, and say when the interval will first be looked at; from then on the note shows the
     width the rule itself saw, computed once."""
-    from hpubench.measure import stopping
-
     widths: list[int] = []
-    real = stopping.half_width
 
-    def counted(times, *args):
+    def counted(times: list[float], *args: float) -> float:
         widths.append(len(times))
-        return real(times, *args)
+        return half_width(times, *args)
 
     monkeypatch.setattr(stopping, "half_width", counted)
     rule = AutoSteps(target_ci=0.001, min_steps=10, min_time_s=0.5, max_time_s=1e6)
-    notes: list[str] = []
-    stop = AutoStop(rule, on_round=notes.append)
-    times = _noisy(120, 0.01, cv=0.2)
-    for n in range(1, len(times) + 1):
-        stop(times[:n], sum(times[:n]))
-    ends = sorted(e for e in _round_ends(rule, 120) if e <= 120)
+    notes, times, ends = _notes(rule, 120)
     late = [e for e in ends if sum(times[:e]) >= 0.5]
     assert late and len(late) < len(ends)  # rounds on both sides of min_time
     assert widths == late  # one interval per round once min_time has passed, none before
     early_notes = notes[: len(ends) - len(late)]
     assert early_notes[0] == f"step {ends[0]}, interval from 0.5 s (target 0.1%)"
     assert all("±" not in note for note in early_notes)
-    assert notes[-1] == f"step {late[-1]}, interval ±{real(times[: late[-1]]):.1%} (target 0.1%)"
+    assert notes[-1] == f"step {late[-1]}, interval ±{half_width(times[: late[-1]]):.1%} (target 0.1%)"
