@@ -94,10 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     print(f"gpu-check: {gpus} GPU(s); running {MATRIX.name} -> {args.out}", flush=True)
     # A launch-bound CUDA step runs at the host CPU's speed: a host that swings makes cells unstable.
-    host: dict[str, dict[str, Any]] = {}
-    hostspeed.take(host, "before")
+    print(hostspeed.line("before", hostspeed.measure()), flush=True)
     run = hpubench("run", "--matrix", str(MATRIX), "-o", str(args.out))
-    hostspeed.take(host, "after the run")
+    print(hostspeed.line("after the run", hostspeed.measure()), flush=True)
     recs = records(args.out)
     prof = hpubench("profile", *PROFILE_ARGS, "--out", str(args.out / "profile"))
     wall = time.monotonic() - t0
