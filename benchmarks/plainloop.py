@@ -9,14 +9,18 @@ environment for each condition). Same seed, the same four synthetic batches cycl
 optimizer as a cell. Timed the plain way: one ``perf_counter`` around the measured steps after the
 warm-up. A sync before each clock read is the device's own (none on the CPU).
 
-``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...]`` prints one JSON
-line. ``--import`` first imports the named modules, as a script importing more than torch does: pandas
-moves the script past the resize of Python's interned-string table that a torch-only script of these
-workloads stays just short of, which changes glibc's heap thresholds (``docs/measurements.md``, 2026-11-29).
+``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...] [--step-times]``
+prints one JSON line. ``--import`` first imports the named modules, as a script importing more than torch
+does: pandas moves the script past the resize of Python's interned-string table that a torch-only script of
+these workloads stays just short of, which changes glibc's heap thresholds (``docs/measurements.md``,
+2026-11-29). ``--step-times`` also reads the clock around each measured step and prints those times
+(``benchmarks/verdict_rates.py`` judges them with the cells' own halves test: how often the host alone
+makes a window unstable).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import resource
@@ -35,13 +39,17 @@ N_BATCHES = 4
 
 
 def main(argv: list[str]) -> int:
-    extra: list[str] = []
-    if len(argv) == 7 and argv[5] == "--import":
-        extra, argv = [m for m in argv[6].split(",") if m], argv[:5]
-    if len(argv) != 5:
-        print("usage: plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...]", file=sys.stderr)
-        return 2
-    name, size, batch, warmup, steps = argv[0], argv[1], int(argv[2]), int(argv[3]), int(argv[4])
+    ap = argparse.ArgumentParser(prog="plainloop.py", description="a plain training loop, timed")
+    ap.add_argument("workload")
+    ap.add_argument("size")
+    ap.add_argument("batch", type=int)
+    ap.add_argument("warmup", type=int)
+    ap.add_argument("steps", type=int)
+    ap.add_argument("--import", dest="imports", default="", metavar="MODULE,...")
+    ap.add_argument("--step-times", action="store_true", help="also print each measured step's time")
+    a = ap.parse_args(argv)
+    name, size, batch, warmup, steps = a.workload, a.size, a.batch, a.warmup, a.steps
+    extra = [m for m in a.imports.split(",") if m]
     for module in extra:
         importlib.import_module(module)
     device = torch.device("cpu")
@@ -68,9 +76,16 @@ def main(argv: list[str]) -> int:
     for i in range(warmup):
         step(batches[i % N_BATCHES])
     faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    times: list[float] = []
     t0 = time.perf_counter()
-    for i in range(steps):
-        loss = step(batches[(warmup + i) % N_BATCHES])
+    if a.step_times:
+        for i in range(steps):
+            t = time.perf_counter()
+            loss = step(batches[(warmup + i) % N_BATCHES])
+            times.append(time.perf_counter() - t)
+    else:
+        for i in range(steps):
+            loss = step(batches[(warmup + i) % N_BATCHES])
     elapsed = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     harness = sorted(m for m in sys.modules if m.split(".")[0] == "hpubench")
@@ -83,6 +98,7 @@ def main(argv: list[str]) -> int:
                 "loss_last": float(loss.detach()),
                 "imported_extra": extra,
                 "hpubench_modules": harness,
+                **({"step_times_s": times} if a.step_times else {}),
             }
         )
     )

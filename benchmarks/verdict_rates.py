@@ -11,7 +11,11 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
 1. Quiet. ``hpubench run --matrix smoke`` ``--rounds`` times (at least 10 for the bar). For each timing
    verdict, the share of measured cells given it; the bar: every non-``ok`` verdict on at most 5% of them.
    The first reason of each non-ok cell is listed, and the run-queue wait share and /proc/stat share of
-   every cell summarised (what the quiet machine reads).
+   every cell summarised (what the quiet machine reads). After each round, every tuned fp32 eager
+   one-device cell is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh
+   process importing nothing of hpubench, given the tuned settings through the environment), with the
+   cell's own warm-up and measured step counts, and its step times go through the same halves test: the
+   share of plain windows called ``unstable`` is the host's own rate, beside the cells'.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.
@@ -37,9 +41,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import agreement  # noqa: E402
 import hostspeed  # noqa: E402
 
-from hpubench.analysis.quality import OK, PRECEDENCE  # noqa: E402
+from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, findings  # noqa: E402
 
 QUIET_BAR = 0.05  # the largest share of quiet cells any non-ok verdict may take
 ENV = {**os.environ, "HPUBENCH_NO_PROGRESS": "1"}
@@ -68,14 +73,37 @@ def spread(values: Sequence[float]) -> str:
     return f"median {statistics.median(values):.1%}, max {max(values):.1%} (n={len(values)})"
 
 
+SHADOWED = {"precision": "32-true", "mode": "eager", "devices": 1, "nodes": 1}  # cells the plain loop shadows
+
+
+def shadow(record: dict[str, Any]) -> bool | None:
+    """Whether the plain loop of ``record``'s work, run now with the cell's warm-up and measured step
+    counts, comes out ``unstable`` by the cells' own halves test; None for a cell it does not shadow."""
+    cell = record["cell"]
+    if record["key"].endswith("/condition=plain") or any(cell.get(k) != v for k, v in SHADOWED.items()):
+        return None
+    counts = [record["runtime"]["batch_size"], len(record["warmup_times_s"]), len(record["step_times_s"])]
+    cmd = [sys.executable, str(agreement.PLAIN_LOOP), cell["workload"], cell["size"], *map(str, counts)]
+    out = subprocess.run(
+        [*cmd, "--step-times"], env=agreement.plain_env("tuned"), capture_output=True, text=True, check=True
+    )
+    times = json.loads(out.stdout.strip().splitlines()[-1])["step_times_s"]
+    return any(f.verdict == UNSTABLE for f in findings(times))
+
+
 def quiet(rounds: int) -> dict[str, Any]:
-    print(f"1. Quiet: hpubench run --matrix smoke x {rounds}")
+    print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each fp32 eager cell shadowed by a plain loop")
     cells: list[dict[str, Any]] = []
+    shadows: list[tuple[bool, bool]] = []  # (the cell unstable, its plain loop unstable)
     for i in range(rounds):
         t0 = time.monotonic()
         got = judged(run_cli(["--matrix", "smoke"]))
         cells += got
         bad = Counter(r["quality"] for r in got if r["quality"] != OK)
+        for r in got:
+            plain = shadow(r)
+            if plain is not None:
+                shadows.append((r["quality"] == UNSTABLE, plain))
         print(
             f"  round {i + 1}: {len(got)} judged cells, {dict(bad) or 'all ok'} "
             f"({time.monotonic() - t0:.0f} s)"
@@ -99,7 +127,14 @@ def quiet(rounds: int) -> dict[str, Any]:
     tuned_counts = Counter(r["quality"] for r in tuned)
     shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
     print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")
+    host_rate = host_unstable(shadows)
     return {
+        "shadowed": {
+            "cells": len(shadows),
+            "cell_unstable": sum(c for c, _ in shadows),
+            "plain_unstable": sum(p for _, p in shadows),
+        },
+        "host_unstable": host_rate,
         "cells": n,
         "counts": dict(counts),
         "tuned_counts": dict(tuned_counts),
@@ -112,6 +147,20 @@ def quiet(rounds: int) -> dict[str, Any]:
         "run_queue_wait": waits,
         "interference": shares,
     }
+
+
+def host_unstable(shadows: Sequence[tuple[bool, bool]]) -> float | None:
+    """Print the shadowed cells' unstable share beside their plain loops'; return the plain loops' share."""
+    if not shadows:
+        print("  no cell shadowed by a plain loop")
+        return None
+    n = len(shadows)
+    cell, plain = sum(c for c, _ in shadows), sum(p for _, p in shadows)
+    print(
+        f"  shadowed fp32 eager cells: unstable {cell} of {n} ({cell / n:.1%}); the plain loops of the same "
+        f"work and step counts, no hpubench: {plain} of {n} ({plain / n:.1%}), the host's own rate"
+    )
+    return plain / n
 
 
 def hogs(cells: int) -> dict[str, Any]:
