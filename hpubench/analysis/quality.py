@@ -257,7 +257,7 @@ def _conditions(rt: Mapping[str, Any]) -> list[Finding | None]:
     return found if any(found) else [_unmeasured(rt)]
 
 
-def _unstable(times: Sequence[float]) -> Finding | None:
+def _unstable(times: Sequence[float], rt: Mapping[str, Any]) -> Finding | None:
     if len(times) < MIN_TREND_STEPS:
         return None
     t = halves_test(times)
@@ -267,7 +267,27 @@ def _unstable(times: Sequence[float]) -> Finding | None:
     return Finding(
         UNSTABLE,
         f"second half {abs(t.shift):.0%} {direction} than first ({t.method.split(',')[0]} p={t.p_value:.2g}, "
-        f"{t.n_first} vs {t.n_second} steps, bound {UNSTABLE_MIN_SHIFT:.0%} at p < {UNSTABLE_ALPHA:g})",
+        f"{t.n_first} vs {t.n_second} steps, bound {UNSTABLE_MIN_SHIFT:.0%} at p < {UNSTABLE_ALPHA:g})"
+        + _crowded_by_itself(rt),
+    )
+
+
+def _crowded_by_itself(rt: Mapping[str, Any]) -> str:
+    """The likely cause of a drift, where the record shows it: a cell whose own busy threads outnumber its
+    CPUs (several ranks on a few cores, each with its communication threads) takes turns on them, and how
+    the turns fall moves for stretches of steps, on a quiet host too. Empty where the record does not show
+    it."""
+    rq, detail = rt.get("run_queue_detail"), rt.get("interference_detail")
+    if not isinstance(rq, Mapping) or not isinstance(detail, Mapping):
+        return ""
+    busy, on_cpu, wait = (_number(rq.get(k)) for k in ("busy_threads", "on_cpu_s", "wait_s"))
+    cpus = detail.get("cpus")
+    if busy is None or on_cpu is None or wait is None or not isinstance(cpus, Sequence) or busy <= len(cpus):
+        return ""
+    share = wait / (on_cpu + wait) if on_cpu + wait > 0 else 0.0
+    return (
+        f"; likely cause: the cell's own {busy:.0f} busy threads outnumber its {len(cpus)} CPUs and waited "
+        f"for each other {share:.0%} of their runnable time (fewer ranks per host, or more CPUs, steadies it)"
     )
 
 
@@ -308,7 +328,7 @@ def findings(
         _partial(rt.get("partial"), len(times), planned_steps),
         _recompiled(rt.get("compiles_measured"), rt.get("compile_counter"), rt.get("warmup_stop")),
         *_conditions(rt),
-        _unstable(times),
+        _unstable(times, rt),
         _noisy(times, rel_halfwidth, rt.get("steps_stop")),
     ]
     return tuple(f for f in found if f is not None)

@@ -95,6 +95,21 @@ def test_planted_step_change_is_unstable_with_direction_and_p_value():
     assert "faster than first" in assess(faster).reasons[0]
 
 
+def test_a_drift_in_a_cell_crowded_by_its_own_threads_names_that_cause():
+    steps = lognormal(40, 0.02, 1)
+    steps[20:] *= 1.12
+    own = {"busy_threads": 8, "on_cpu_s": 4.2, "wait_s": 1.8, "available": False}
+    rt = {"run_queue_detail": own, "interference_detail": {"cpus": [0, 1], "window_s": 2.9}}
+    reason = assess(steps, rt).reasons[0]
+    assert reason.startswith("second half 1")
+    assert "likely cause: the cell's own 8 busy threads outnumber its 2 CPUs" in reason
+    assert "waited for each other 30% of their runnable time" in reason
+    assert "outnumber" not in assess(steps, {**rt, "run_queue_detail": {**own, "busy_threads": 2}}).reasons[0]
+    assert "outnumber" not in assess(steps, {"run_queue_detail": own}).reasons[0]  # CPUs unknown: no claim
+    steady = lognormal(40, 0.02, 1)
+    assert assess(steady, rt).verdict != UNSTABLE  # the cause alone is no verdict
+
+
 def test_a_significant_but_small_drift_is_not_unstable():
     steps = lognormal(2000, 0.02, 2)
     steps[1000:] *= 1.01
