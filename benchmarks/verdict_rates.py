@@ -15,7 +15,9 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    one-device cell is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh
    process importing nothing of hpubench, given the tuned settings through the environment), with the
    cell's own warm-up and measured step counts, and its step times go through the same halves test: the
-   share of plain windows called ``unstable`` is the host's own rate, beside the cells'.
+   share of plain windows called ``unstable`` is the host's own rate, beside the cells'. Cells whose own
+   busy threads outnumber their CPUs (the 2-rank cell on a 2-core host) are counted apart as well: they
+   take turns on their CPUs, which moves their speed on a quiet host too.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.
@@ -127,8 +129,17 @@ def quiet(rounds: int) -> dict[str, Any]:
     tuned_counts = Counter(r["quality"] for r in tuned)
     shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
     print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")
+    crowded = [r for r in cells if self_crowded(r)]
+    rest = [r for r in cells if not self_crowded(r)]
+    unstable_rest = sum(r["quality"] == UNSTABLE for r in rest)
+    print(
+        f"  cells whose own busy threads outnumber their CPUs: {len(crowded)}, "
+        f"{sum(r['quality'] == UNSTABLE for r in crowded)} unstable; the other {len(rest)}: "
+        f"{unstable_rest} unstable ({unstable_rest / len(rest) if rest else 0:.1%})"
+    )
     host_rate = host_unstable(shadows)
     return {
+        "self_crowded": {"cells": len(crowded), "unstable": sum(r["quality"] == UNSTABLE for r in crowded)},
         "shadowed": {
             "cells": len(shadows),
             "cell_unstable": sum(c for c, _ in shadows),
@@ -147,6 +158,14 @@ def quiet(rounds: int) -> dict[str, Any]:
         "run_queue_wait": waits,
         "interference": shares,
     }
+
+
+def self_crowded(record: dict[str, Any]) -> bool:
+    """Whether the cell's own busy threads outnumber its CPUs (several ranks on a few cores): such a cell
+    takes turns on its CPUs, which moves its speed on a quiet host too, and its verdict names that cause."""
+    rq = record["runtime"].get("run_queue_detail") or {}
+    cpus = (record["runtime"].get("interference_detail") or {}).get("cpus") or ()
+    return bool(cpus) and rq.get("busy_threads", 0) > len(cpus)
 
 
 def host_unstable(shadows: Sequence[tuple[bool, bool]]) -> float | None:

@@ -1,5 +1,6 @@
 """The plain training loop the benchmarks compare against (``benchmarks/plainloop.py``), and
-``verdict_rates.py``'s use of it as a shadow of a smoke cell: the host's own unstable rate."""
+``verdict_rates.py``'s use of it as a shadow of a smoke cell (the host's own unstable rate), and its count
+of cells crowded by their own threads."""
 
 from __future__ import annotations
 
@@ -79,3 +80,17 @@ def test_the_host_rate_is_the_plain_loops_share(capsys: Any) -> None:
     assert vr.host_unstable([(True, False), (False, False), (False, True), (True, True)]) == 0.5
     out = capsys.readouterr().out
     assert "unstable 2 of 4 (50.0%)" in out and "no hpubench: 2 of 4 (50.0%)" in out
+
+
+def test_cells_crowded_by_their_own_threads_are_counted_apart() -> None:
+    vr = _verdict_rates()
+
+    def rec(busy: int | None, cpus: list[int]) -> dict[str, Any]:
+        rq = {} if busy is None else {"busy_threads": busy}
+        return {"runtime": {"run_queue_detail": rq, "interference_detail": {"cpus": cpus}}}
+
+    assert vr.self_crowded(rec(8, [0, 1]))
+    assert not vr.self_crowded(rec(2, [0, 1]))
+    assert not vr.self_crowded(rec(None, [0, 1]))
+    assert not vr.self_crowded(rec(8, []))  # CPUs unknown: not counted apart
+    assert not vr.self_crowded({"runtime": {}})
