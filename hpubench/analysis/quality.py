@@ -287,7 +287,8 @@ def _crowded_by_itself(rt: Mapping[str, Any]) -> str:
     share = wait / (on_cpu + wait) if on_cpu + wait > 0 else 0.0
     return (
         f"; likely cause: the cell's own {busy:.0f} busy threads outnumber its {len(cpus)} CPUs and waited "
-        f"for each other {share:.0%} of their runnable time (fewer ranks per host, or more CPUs, steadies it)"
+        f"for each other {share:.0%} of their runnable time (with fewer ranks per host, or more CPUs, "
+        "they wait less)"
     )
 
 

@@ -277,8 +277,11 @@ def plan_threads(
     """One process's threads under ``policy``, sharing ``cpus`` (its affinity) with its node's ranks.
 
     A user's ``OMP_NUM_THREADS`` always wins: nothing is set and the policy is recorded as the user's.
-    ``pinned`` drops the first CPU (the one interrupts and housekeeping favour) and, for several ranks,
-    gives each its own slice of the rest when there are enough CPUs for one each.
+    ``pinned`` gives each rank its own slice of the CPUs, leaving the first (the one interrupts and
+    housekeeping favour) free where the ranks still get one CPU each without it. Two ranks on two CPUs
+    therefore get one each: stacked on one CPU they would halve their speed, and unpinned their threads
+    take turns on both and the step time wanders for stretches (``docs/measurements.md``). More ranks than
+    CPUs share them all.
     """
     user = environ.get("OMP_NUM_THREADS", "").strip()
     if user:
@@ -292,7 +295,7 @@ def plan_threads(
     if policy == "cores-1":
         return ThreadPlan(policy, max(1, (n - 1) // ranks))
     if policy == "pinned":
-        usable = ordered[1:] if len(ordered) > 1 else ordered
+        usable = ordered[1:] if len(ordered) > ranks else ordered
         if len(usable) >= ranks:
             share = len(usable) // ranks
             mine = tuple(usable[local_rank * share : (local_rank + 1) * share])

@@ -93,6 +93,15 @@ def test_pinned_and_passive_policies_take_effect_in_the_cell(tmp_path: Path) -> 
     assert passive["policy"] == "all-passive" and passive["omp_wait_policy"] == "PASSIVE"
 
 
+@pytest.mark.skipif(len(CPUS) != 2, reason="two ranks on exactly two CPUs: the case that once stacked them")
+def test_pinned_gives_two_ranks_on_two_cpus_one_each(tmp_path: Path) -> None:
+    args = ("--devices", "2", "--steps", "3", "--warmup-steps", "1")
+    rt = _run(tmp_path, *args, **{THREADS_ENV: "pinned"})
+    # rank 0's facts: the first CPU, not the second one both ranks once shared
+    assert rt["threads"]["policy"] == "pinned" and rt["threads"]["affinity"] == CPUS[:1]
+    assert rt["threads"]["intra_op"] == 1 and rt["distributed"]["world_size"] == 2
+
+
 def test_busy_neighbours_on_the_cells_cpus_show_as_interference(tmp_path: Path) -> None:
     """Quiet, busy, busy, quiet (ABBA: a drift in the machine's own load cancels out of the means).
 

@@ -93,7 +93,9 @@ def test_a_users_omp_num_threads_always_wins():
         ("pinned", [0, 1], 1, 0, 1, (1,)),  # the first CPU is left free
         ("pinned", [4, 2, 3], 1, 0, 2, (3, 4)),
         ("pinned", [0, 1, 2, 3, 4], 2, 1, 2, (3, 4)),  # each rank its own slice
-        ("pinned", [0, 1], 2, 1, 1, (1,)),  # fewer CPUs than ranks: they share
+        ("pinned", [0, 1], 2, 0, 1, (0,)),  # as many CPUs as ranks: one each, the first CPU included
+        ("pinned", [0, 1], 2, 1, 1, (1,)),
+        ("pinned", [0, 1], 3, 2, 1, (0, 1)),  # more ranks than CPUs: they share them all
         ("pinned", [5], 1, 0, 1, (5,)),
     ],
 )

@@ -272,8 +272,9 @@ def run(flags: RunFlags) -> None:
 
     CPU cells' threads follow HPUBENCH_CPU_THREADS: all (torch's default, one per core), all-passive
     (the same, OMP_WAIT_POLICY=PASSIVE), cores-1 (the default: a core left for everything else) or
-    pinned (cores-1 threads, affinity limited to them); a set OMP_NUM_THREADS wins. Each record keeps
-    the threads in force and the share of its CPUs other processes took while it measured.
+    pinned (cores-1 threads, affinity limited to them; each rank its own CPUs); a set OMP_NUM_THREADS
+    wins. Each record keeps the threads in force and the share of its CPUs other processes took while it
+    measured.
 
     Every cell's processes hold glibc malloc's thresholds fixed (HPUBENCH_MALLOC=steady, the default), so
     no process draws a heap trimmed and regrown every step; HPUBENCH_MALLOC=system leaves glibc's own,
