@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 import agreement  # noqa: E402
 import hostspeed  # noqa: E402
 
-from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, findings  # noqa: E402
+from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, crowded_by_itself, findings  # noqa: E402
 
 QUIET_BAR = 0.05  # the largest share of quiet cells any non-ok verdict may take
 ENV = {**os.environ, "HPUBENCH_NO_PROGRESS": "1"}
@@ -129,17 +129,18 @@ def quiet(rounds: int) -> dict[str, Any]:
     tuned_counts = Counter(r["quality"] for r in tuned)
     shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
     print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")
-    crowded = [r for r in cells if self_crowded(r)]
-    rest = [r for r in cells if not self_crowded(r)]
-    unstable_rest = sum(r["quality"] == UNSTABLE for r in rest)
+    crowded = [self_crowded(r) for r in cells]
+    n_crowded = sum(crowded)
+    unstable_crowded = sum(c and r["quality"] == UNSTABLE for c, r in zip(crowded, cells, strict=True))
+    unstable_rest = sum(r["quality"] == UNSTABLE for r in cells) - unstable_crowded
+    rest = n - n_crowded
     print(
-        f"  cells whose own busy threads outnumber their CPUs: {len(crowded)}, "
-        f"{sum(r['quality'] == UNSTABLE for r in crowded)} unstable; the other {len(rest)}: "
-        f"{unstable_rest} unstable ({unstable_rest / len(rest) if rest else 0:.1%})"
+        f"  cells whose own busy threads outnumber their CPUs: {n_crowded}, {unstable_crowded} unstable; "
+        f"the other {rest}: {unstable_rest} unstable ({unstable_rest / rest if rest else 0:.1%})"
     )
     host_rate = host_unstable(shadows)
     return {
-        "self_crowded": {"cells": len(crowded), "unstable": sum(r["quality"] == UNSTABLE for r in crowded)},
+        "self_crowded": {"cells": n_crowded, "unstable": unstable_crowded},
         "shadowed": {
             "cells": len(shadows),
             "cell_unstable": sum(c for c, _ in shadows),
@@ -161,11 +162,10 @@ def quiet(rounds: int) -> dict[str, Any]:
 
 
 def self_crowded(record: dict[str, Any]) -> bool:
-    """Whether the cell's own busy threads outnumber its CPUs (several ranks on a few cores): such a cell
-    takes turns on its CPUs, which moves its speed on a quiet host too, and its verdict names that cause."""
-    rq = record["runtime"].get("run_queue_detail") or {}
-    cpus = (record["runtime"].get("interference_detail") or {}).get("cpus") or ()
-    return bool(cpus) and rq.get("busy_threads", 0) > len(cpus)
+    """Whether the cell's own busy threads outnumber its CPUs (``quality.crowded_by_itself``, the test its
+    ``unstable`` reason names the cause by): such a cell takes turns on its CPUs, which moves its speed on a
+    quiet host too."""
+    return crowded_by_itself(record["runtime"]) is not None
 
 
 def host_unstable(shadows: Sequence[tuple[bool, bool]]) -> float | None:

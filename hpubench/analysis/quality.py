@@ -268,25 +268,35 @@ def _unstable(times: Sequence[float], rt: Mapping[str, Any]) -> Finding | None:
         UNSTABLE,
         f"second half {abs(t.shift):.0%} {direction} than first ({t.method.split(',')[0]} p={t.p_value:.2g}, "
         f"{t.n_first} vs {t.n_second} steps, bound {UNSTABLE_MIN_SHIFT:.0%} at p < {UNSTABLE_ALPHA:g})"
-        + _crowded_by_itself(rt),
+        + _likely_cause(rt),
     )
 
 
-def _crowded_by_itself(rt: Mapping[str, Any]) -> str:
-    """The likely cause of a drift, where the record shows it: a cell whose own busy threads outnumber its
-    CPUs (several ranks on a few cores, each with its communication threads) takes turns on them, and how
-    the turns fall moves for stretches of steps, on a quiet host too. Empty where the record does not show
-    it."""
+def crowded_by_itself(rt: Mapping[str, Any]) -> tuple[int, int, float] | None:
+    """(busy threads, CPUs, the share of their runnable time they waited) where the record shows a cell
+    whose own busy threads outnumber its CPUs (several ranks on a few cores, each with its communication
+    threads): it takes turns on them, and how the turns fall moves for stretches of steps, on a quiet host
+    too. None where the record does not show it."""
     rq, detail = rt.get("run_queue_detail"), rt.get("interference_detail")
     if not isinstance(rq, Mapping) or not isinstance(detail, Mapping):
-        return ""
+        return None
     busy, on_cpu, wait = (_number(rq.get(k)) for k in ("busy_threads", "on_cpu_s", "wait_s"))
     cpus = detail.get("cpus")
-    if busy is None or on_cpu is None or wait is None or not isinstance(cpus, Sequence) or busy <= len(cpus):
+    if busy is None or on_cpu is None or wait is None or not isinstance(cpus, Sequence) or not cpus:
+        return None  # an empty list of CPUs is as unknown as a missing one
+    if busy <= len(cpus):
+        return None
+    return int(busy), len(cpus), wait / (on_cpu + wait) if on_cpu + wait > 0 else 0.0
+
+
+def _likely_cause(rt: Mapping[str, Any]) -> str:
+    """The tail of an ``unstable`` reason naming the cause the record shows, or empty."""
+    crowded = crowded_by_itself(rt)
+    if crowded is None:
         return ""
-    share = wait / (on_cpu + wait) if on_cpu + wait > 0 else 0.0
+    busy, cpus, share = crowded
     return (
-        f"; likely cause: the cell's own {busy:.0f} busy threads outnumber its {len(cpus)} CPUs and waited "
+        f"; likely cause: the cell's own {busy} busy threads outnumber its {cpus} CPUs and waited "
         f"for each other {share:.0%} of their runnable time (with fewer ranks per host, or more CPUs, "
         "they wait less)"
     )

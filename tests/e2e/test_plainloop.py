@@ -86,7 +86,7 @@ def test_cells_crowded_by_their_own_threads_are_counted_apart() -> None:
     vr = _verdict_rates()
 
     def rec(busy: int | None, cpus: list[int]) -> dict[str, Any]:
-        rq = {} if busy is None else {"busy_threads": busy}
+        rq = {} if busy is None else {"busy_threads": busy, "on_cpu_s": 4.2, "wait_s": 1.8}
         return {"runtime": {"run_queue_detail": rq, "interference_detail": {"cpus": cpus}}}
 
     assert vr.self_crowded(rec(8, [0, 1]))

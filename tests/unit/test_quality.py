@@ -106,6 +106,8 @@ def test_a_drift_in_a_cell_crowded_by_its_own_threads_names_that_cause():
     assert "waited for each other 30% of their runnable time" in reason
     assert "outnumber" not in assess(steps, {**rt, "run_queue_detail": {**own, "busy_threads": 2}}).reasons[0]
     assert "outnumber" not in assess(steps, {"run_queue_detail": own}).reasons[0]  # CPUs unknown: no claim
+    no_cpus = {**rt, "interference_detail": {"cpus": []}}
+    assert "outnumber" not in assess(steps, no_cpus).reasons[0]
     steady = lognormal(40, 0.02, 1)
     assert assess(steady, rt).verdict != UNSTABLE  # the cause alone is no verdict
 
