@@ -50,6 +50,8 @@ def result_sets(root: Path) -> dict[str, Path]:
 
 
 NUMBER = re.compile(r"(?<![\w/.-])\d[\d,.]*")
+# A duration's unit follows its size ("58 s", "1.1 min"), so a slower host changes the unit as well.
+DURATION = re.compile(r"(?<![\w/.-])\d[\d,.]* (?:s|min|h)\b")
 MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?"), "<time>"),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?( UTC)?"), "<time>"),
@@ -164,9 +166,11 @@ def outputs(root: Path) -> dict[str, str]:
     out["run.txt"] = "\n".join(line for line in out["run.txt"].splitlines() if "│" not in line) + "\n"
     out["record_shape.json"] = record_shapes(root / "real")
     # Estimates rest on a matmul rate timed here, and a real cell's timings vary: in those outputs every
-    # number is masked and spacing collapsed (table widths follow the numbers); keys, reasons and words stay.
+    # number and duration is masked and spacing collapsed (table widths follow the numbers); keys, reasons and
+    # words stay.
     for name in ("list_smoke.txt", "list_full.txt", "run.txt"):
-        lines = [" ".join(NUMBER.sub("#", line).split()) for line in out[name].splitlines()]
+        masked = (NUMBER.sub("#", DURATION.sub("#time", line)) for line in out[name].splitlines())
+        lines = [" ".join(line.split()) for line in masked]
         out[name] = "\n".join(lines) + "\n"
     return {name: mask(text, root) for name, text in out.items()}
 
