@@ -16,6 +16,11 @@ these workloads stays just short of, which changes glibc's heap thresholds (``do
 2026-11-29). ``--step-times`` also reads the clock around each measured step and prints those times
 (``benchmarks/verdict_rates.py`` judges them with the cells' own halves test: how often the host alone
 makes a window unstable).
+
+Under ``torchrun --nproc-per-node N`` it is the plain data-parallel script: gloo, the model in
+``DistributedDataParallel`` with its defaults, each rank's batches seeded by its rank (as a cell's are),
+BATCH samples per rank. Rank 0 prints the line: each step's time is the slowest rank's (as a cell's record
+merges them) and the speed counts every rank's samples.
 """
 
 from __future__ import annotations
@@ -23,12 +28,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's workloads/
 
@@ -54,11 +63,14 @@ def main(argv: list[str]) -> int:
         importlib.import_module(module)
     device = torch.device("cpu")
     wl = workloads.get(name)
+    rank, world = join_group()
     torch.manual_seed(SEED)
     model = wl.build_model(size).to(device)
     model.train()
+    if world > 1:
+        model = DistributedDataParallel(model)
     gen = torch.Generator(device=device)
-    gen.manual_seed(SEED)
+    gen.manual_seed(SEED + rank)
     batches = [wl.make_batch(size, batch, device, gen) for _ in range(N_BATCHES)]
     params = [p for p in model.parameters() if p.requires_grad]
     if wl.optimizer == "sgd":
@@ -88,21 +100,45 @@ def main(argv: list[str]) -> int:
             loss = step(batches[(warmup + i) % N_BATCHES])
     elapsed = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
-    harness = sorted(m for m in sys.modules if m.split(".")[0] == "hpubench")
-    print(
-        json.dumps(
-            {
-                "samples_per_s": batch * steps / elapsed,
-                "minor_faults_per_step": faults / steps,
-                "torch_threads": torch.get_num_threads(),
-                "loss_last": float(loss.detach()),
-                "imported_extra": extra,
-                "hpubench_modules": harness,
-                **({"step_times_s": times} if a.step_times else {}),
-            }
-        )
-    )
+    mine = {"elapsed": elapsed, "faults": faults, "loss": float(loss.detach()), "times": times}
+    ranks = gathered(mine, world)
+    if rank == 0:
+        print(json.dumps({**figures(ranks, batch, steps), "imported_extra": extra}))
+    if world > 1:
+        dist.destroy_process_group()
     return 0
+
+
+def figures(ranks: list[dict[str, Any]], batch: int, steps: int) -> dict[str, Any]:
+    """The printed figures from every rank's: the speed over all ranks, each step the slowest rank's."""
+    out = {
+        "samples_per_s": batch * len(ranks) * steps / max(r["elapsed"] for r in ranks),
+        "minor_faults_per_step": ranks[0]["faults"] / steps,
+        "torch_threads": torch.get_num_threads(),
+        "ranks": len(ranks),
+        "loss_last": sum(r["loss"] for r in ranks) / len(ranks),
+        "hpubench_modules": sorted(m for m in sys.modules if m.split(".")[0] == "hpubench"),
+    }
+    if ranks[0]["times"]:
+        out["step_times_s"] = [max(s) for s in zip(*(r["times"] for r in ranks), strict=True)]
+    return out
+
+
+def join_group() -> tuple[int, int]:
+    """(rank, world size): torchrun's process group over gloo when it started this script, else (0, 1)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0, 1
+    dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def gathered(mine: dict[str, Any], world: int) -> list[dict[str, Any]]:
+    """Every rank's figures, in rank order, after the timed steps (so no clock reads the exchange)."""
+    if world == 1:
+        return [mine]
+    out: list[Any] = [None] * world
+    dist.all_gather_object(out, mine)
+    return out
 
 
 if __name__ == "__main__":

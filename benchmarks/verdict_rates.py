@@ -15,7 +15,8 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    one-device cell is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh
    process importing nothing of hpubench, given the tuned settings through the environment), with the
    cell's own warm-up and measured step counts, and its step times go through the same halves test: the
-   share of plain windows called ``unstable`` is the host's own rate, beside the cells'. Cells whose own
+   share of plain windows called ``unstable`` is the host's own rate, beside the cells'. The 2-rank fp32
+   eager cell is shadowed the same way by the plain DDP script under torchrun. Cells whose own
    busy threads outnumber their CPUs (the 2-rank cell on a 2-core host) are counted apart as well: they
    take turns on their CPUs, which moves their speed on a quiet host too.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
@@ -75,28 +76,40 @@ def spread(values: Sequence[float]) -> str:
     return f"median {statistics.median(values):.1%}, max {max(values):.1%} (n={len(values)})"
 
 
-SHADOWED = {"precision": "32-true", "mode": "eager", "devices": 1, "nodes": 1}  # cells the plain loop shadows
+SHADOWED = {
+    "precision": "32-true",
+    "mode": "eager",
+    "nodes": 1,
+}  # cells the plain loop shadows, 1 or 2 devices
 
 
 def shadow(record: dict[str, Any]) -> bool | None:
     """Whether the plain loop of ``record``'s work, run now with the cell's warm-up and measured step
-    counts, comes out ``unstable`` by the cells' own halves test; None for a cell it does not shadow."""
+    counts and its threads per rank, comes out ``unstable`` by the cells' own halves test; None for a cell
+    it does not shadow. A 2-rank cell's loop is the plain DDP script under torchrun."""
     cell = record["cell"]
     if record["key"].endswith("/condition=plain") or any(cell.get(k) != v for k, v in SHADOWED.items()):
         return None
+    if cell.get("devices") not in (1, 2):
+        return None
     counts = [record["runtime"]["batch_size"], len(record["warmup_times_s"]), len(record["step_times_s"])]
-    cmd = [sys.executable, str(agreement.PLAIN_LOOP), cell["workload"], cell["size"], *map(str, counts)]
-    out = subprocess.run(
-        [*cmd, "--step-times"], env=agreement.plain_env("tuned"), capture_output=True, text=True, check=True
-    )
-    times = json.loads(out.stdout.strip().splitlines()[-1])["step_times_s"]
-    return any(f.verdict == UNSTABLE for f in findings(times))
+    loop = [str(agreement.PLAIN_LOOP), cell["workload"], cell["size"], *map(str, counts), "--step-times"]
+    if cell["devices"] > 1:
+        launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={cell['devices']}"]
+        loop = [*launch, *loop]
+    env = agreement.plain_env("tuned")
+    threads = record["runtime"].get("threads", {}).get("intra_op")
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)  # the cell's own threads per rank
+    out = subprocess.run([sys.executable, *loop], env=env, capture_output=True, text=True, check=True)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
+    return any(f.verdict == UNSTABLE for f in findings(json.loads(line)["step_times_s"]))
 
 
 def quiet(rounds: int) -> dict[str, Any]:
     print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each fp32 eager cell shadowed by a plain loop")
     cells: list[dict[str, Any]] = []
-    shadows: list[tuple[bool, bool]] = []  # (the cell unstable, its plain loop unstable)
+    shadows: list[tuple[int, bool, bool]] = []  # (devices, the cell unstable, its plain loop unstable)
     for i in range(rounds):
         t0 = time.monotonic()
         got = judged(run_cli(["--matrix", "smoke"]))
@@ -105,7 +118,7 @@ def quiet(rounds: int) -> dict[str, Any]:
         for r in got:
             plain = shadow(r)
             if plain is not None:
-                shadows.append((r["quality"] == UNSTABLE, plain))
+                shadows.append((r["cell"]["devices"], r["quality"] == UNSTABLE, plain))
         print(
             f"  round {i + 1}: {len(got)} judged cells, {dict(bad) or 'all ok'} "
             f"({time.monotonic() - t0:.0f} s)"
@@ -138,15 +151,9 @@ def quiet(rounds: int) -> dict[str, Any]:
         f"  cells whose own busy threads outnumber their CPUs: {n_crowded}, {unstable_crowded} unstable; "
         f"the other {rest}: {unstable_rest} unstable ({unstable_rest / rest if rest else 0:.1%})"
     )
-    host_rate = host_unstable(shadows)
     return {
         "self_crowded": {"cells": n_crowded, "unstable": unstable_crowded},
-        "shadowed": {
-            "cells": len(shadows),
-            "cell_unstable": sum(c for c, _ in shadows),
-            "plain_unstable": sum(p for _, p in shadows),
-        },
-        "host_unstable": host_rate,
+        "shadowed": host_unstable(shadows),
         "cells": n,
         "counts": dict(counts),
         "tuned_counts": dict(tuned_counts),
@@ -168,18 +175,25 @@ def self_crowded(record: dict[str, Any]) -> bool:
     return crowded_by_itself(record["runtime"]) is not None
 
 
-def host_unstable(shadows: Sequence[tuple[bool, bool]]) -> float | None:
-    """Print the shadowed cells' unstable share beside their plain loops'; return the plain loops' share."""
+def host_unstable(shadows: Sequence[tuple[int, bool, bool]]) -> dict[str, dict[str, int]]:
+    """Print, per device count, the shadowed cells' unstable share beside their plain loops' (the one-device
+    loops' share is the host's own rate); return the counts, keyed by the device count."""
     if not shadows:
         print("  no cell shadowed by a plain loop")
-        return None
-    n = len(shadows)
-    cell, plain = sum(c for c, _ in shadows), sum(p for _, p in shadows)
-    print(
-        f"  shadowed fp32 eager cells: unstable {cell} of {n} ({cell / n:.1%}); the plain loops of the same "
-        f"work and step counts, no hpubench: {plain} of {n} ({plain / n:.1%}), the host's own rate"
-    )
-    return plain / n
+    out: dict[str, dict[str, int]] = {}
+    for devices in sorted({d for d, _, _ in shadows}):
+        pairs = [(c, p) for d, c, p in shadows if d == devices]
+        n, cell, plain = len(pairs), sum(c for c, _ in pairs), sum(p for _, p in pairs)
+        what, loop = (
+            ("one-device", "loops") if devices == 1 else (f"{devices}-rank", "DDP scripts (torchrun)")
+        )
+        print(
+            f"  shadowed {what} fp32 eager cells: unstable {cell} of {n} ({cell / n:.1%}); the plain {loop} "
+            f"of the same work, step counts and threads, no hpubench: {plain} of {n} ({plain / n:.1%})"
+            + (", the host's own rate" if devices == 1 else "")
+        )
+        out[str(devices)] = {"cells": n, "cell_unstable": cell, "plain_unstable": plain}
+    return out
 
 
 def hogs(cells: int) -> dict[str, Any]:

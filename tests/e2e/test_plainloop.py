@@ -1,11 +1,12 @@
-"""The plain training loop the benchmarks compare against (``benchmarks/plainloop.py``), and
-``verdict_rates.py``'s use of it as a shadow of a smoke cell (the host's own unstable rate), and its count
-of cells crowded by their own threads."""
+"""The plain training loop the benchmarks compare against (``benchmarks/plainloop.py``), alone and as the
+plain DDP script under torchrun, and ``verdict_rates.py``'s use of it as a shadow of a smoke cell (the
+host's own unstable rate), and its count of cells crowded by their own threads."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,17 +15,27 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import plainloop  # noqa: E402
 
 
-def _plain(*args: str) -> dict[str, Any]:
+def _plain(*args: str, ranks: int = 1) -> dict[str, Any]:
+    launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"] if ranks > 1 else []
     out = subprocess.run(
-        [sys.executable, str(PLAIN_LOOP), *args], capture_output=True, text=True, check=True, cwd=ROOT
+        [sys.executable, *launch, str(PLAIN_LOOP), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    assert len(lines) == 1, out.stdout  # rank 0 alone prints
+    return json.loads(lines[0])
 
 
 def _verdict_rates() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("verdict_rates", ROOT / "benchmarks" / "verdict_rates.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -45,6 +56,32 @@ def test_step_times_are_each_measured_step_and_fit_inside_the_whole_window() -> 
 
 def test_without_the_flag_no_step_times_are_printed() -> None:
     assert "step_times_s" not in _plain("mlp", "tiny", "64", "1", "3")
+
+
+def test_under_torchrun_it_trains_what_a_two_rank_cell_trains(cli, tmp_path: Path) -> None:
+    """The same loss after the same steps as hpubench's 2-rank DDP cell: the same model, seeds, per-rank
+    batches and optimizer; each step's time is the slowest rank's, as the cell's record merges them."""
+    args = ["run", "-w", "mlp", "--size", "tiny", "-a", "cpu", "--devices", "2", "--precision", "32-true"]
+    done = cli(*args, "--mode", "eager", "--steps", "12", "--no-telemetry", "-o", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads((tmp_path / "run" / "cells.jsonl").read_text().splitlines()[0])
+    assert rec["status"] == "ok", rec["reason"]
+    counts = [str(rec["runtime"]["batch_size"]), str(len(rec["warmup_times_s"])), "12"]
+    r = _plain("mlp", "tiny", *counts, "--step-times", ranks=2)
+    assert r["ranks"] == 2 and len(r["step_times_s"]) == 12
+    assert r["loss_last"] == rec["metrics"]["loss_last"]
+    alone = _plain("mlp", "tiny", *counts)
+    assert alone["loss_last"] != r["loss_last"]  # one process trains on one rank's batches only
+
+
+def test_each_step_is_the_slowest_ranks_and_the_speed_counts_every_rank() -> None:
+    ranks = [
+        {"elapsed": 2.0, "faults": 4, "loss": 1.0, "times": [0.1, 0.3]},
+        {"elapsed": 4.0, "faults": 8, "loss": 3.0, "times": [0.2, 0.2]},
+    ]
+    got = plainloop.figures(ranks, batch=8, steps=2)
+    assert got["step_times_s"] == [0.2, 0.3] and got["loss_last"] == 2.0
+    assert got["samples_per_s"] == 8 * 2 * 2 / 4.0 and got["ranks"] == 2
 
 
 def _record(key_suffix: str = "", **cell: Any) -> dict[str, Any]:
@@ -70,16 +107,26 @@ def test_a_tuned_fp32_eager_cell_is_shadowed_and_others_are_not() -> None:
     assert vr.shadow(_record()) in (True, False)  # ran the plain loop and judged its 12 steps
     assert vr.shadow(_record(precision="bf16-mixed")) is None
     assert vr.shadow(_record(mode="compile")) is None
-    assert vr.shadow(_record(devices=2)) is None
+    assert vr.shadow(_record(devices=2)) in (True, False)  # the plain DDP script under torchrun
+    assert vr.shadow(_record(devices=4)) is None
+    assert vr.shadow(_record(nodes=2)) is None
     assert vr.shadow(_record("/condition=plain")) is None
 
 
-def test_the_host_rate_is_the_plain_loops_share(capsys: Any) -> None:
+def test_the_host_rate_is_the_plain_loops_share_with_the_two_rank_cell_apart(capsys: Any) -> None:
     vr = _verdict_rates()
-    assert vr.host_unstable([]) is None
-    assert vr.host_unstable([(True, False), (False, False), (False, True), (True, True)]) == 0.5
-    out = capsys.readouterr().out
-    assert "unstable 2 of 4 (50.0%)" in out and "no hpubench: 2 of 4 (50.0%)" in out
+    assert vr.host_unstable([]) == {}
+    assert "no cell shadowed" in capsys.readouterr().out
+    got = vr.host_unstable(
+        [(1, True, False), (1, False, False), (1, False, True), (1, True, True), (2, True, False)]
+    )
+    assert got == {
+        "1": {"cells": 4, "cell_unstable": 2, "plain_unstable": 2},
+        "2": {"cells": 1, "cell_unstable": 1, "plain_unstable": 0},
+    }
+    one, two = capsys.readouterr().out.splitlines()
+    assert "one-device" in one and "unstable 2 of 4 (50.0%)" in one and "no hpubench: 2 of 4 (50.0%)" in one
+    assert "2-rank" in two and "torchrun" in two and "unstable 1 of 1 (100.0%)" in two and ": 0 of 1" in two
 
 
 def test_cells_crowded_by_their_own_threads_are_counted_apart() -> None:
