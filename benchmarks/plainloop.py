@@ -19,8 +19,8 @@ makes a window unstable).
 
 Under ``torchrun --nproc-per-node N`` it is the plain data-parallel script: gloo, the model in
 ``DistributedDataParallel`` with its defaults, each rank's batches seeded by its rank (as a cell's are),
-BATCH samples per rank. Rank 0 prints the line: each step's time is the slowest rank's (as a cell's record
-merges them) and the speed counts every rank's samples.
+BATCH samples per rank. Rank 0 prints the line: the step times are the slowest rank's own (as a cell's record
+merges them) and the speed counts every rank's samples over the slowest rank's window.
 """
 
 from __future__ import annotations
@@ -57,13 +57,27 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--import", dest="imports", default="", metavar="MODULE,...")
     ap.add_argument("--step-times", action="store_true", help="also print each measured step's time")
     a = ap.parse_args(argv)
-    name, size, batch, warmup, steps = a.workload, a.size, a.batch, a.warmup, a.steps
     extra = [m for m in a.imports.split(",") if m]
     for module in extra:
         importlib.import_module(module)
+    rank, world = join_group()
+    ranks = gathered(train(a, rank, world), world)
+    if rank == 0:
+        print(json.dumps({**figures(ranks, a.batch, a.steps), "imported_extra": extra}))
+    if world > 1:
+        # Every rank past its last collective, and the DDP model gone with train's frame, before the group
+        # goes: destroying it under a live reducer aborted a rank at exit ("terminate called without an
+        # active exception").
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0
+
+
+def train(a: argparse.Namespace, rank: int, world: int) -> dict[str, Any]:
+    """The warm-up and the timed steps of this rank: its window, page faults, last loss and step times."""
+    name, size, batch, warmup, steps = a.workload, a.size, a.batch, a.warmup, a.steps
     device = torch.device("cpu")
     wl = workloads.get(name)
-    rank, world = join_group()
     torch.manual_seed(SEED)
     model = wl.build_model(size).to(device)
     model.train()
@@ -100,17 +114,11 @@ def main(argv: list[str]) -> int:
             loss = step(batches[(warmup + i) % N_BATCHES])
     elapsed = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
-    mine = {"elapsed": elapsed, "faults": faults, "loss": float(loss.detach()), "times": times}
-    ranks = gathered(mine, world)
-    if rank == 0:
-        print(json.dumps({**figures(ranks, batch, steps), "imported_extra": extra}))
-    if world > 1:
-        dist.destroy_process_group()
-    return 0
+    return {"elapsed": elapsed, "faults": faults, "loss": float(loss.detach()), "times": times}
 
 
 def figures(ranks: list[dict[str, Any]], batch: int, steps: int) -> dict[str, Any]:
-    """The printed figures from every rank's: the speed over all ranks, each step the slowest rank's."""
+    """The printed figures from every rank's: the speed over all ranks, the slowest rank's step times."""
     out = {
         "samples_per_s": batch * len(ranks) * steps / max(r["elapsed"] for r in ranks),
         "minor_faults_per_step": ranks[0]["faults"] / steps,
@@ -120,7 +128,7 @@ def figures(ranks: list[dict[str, Any]], batch: int, steps: int) -> dict[str, An
         "hpubench_modules": sorted(m for m in sys.modules if m.split(".")[0] == "hpubench"),
     }
     if ranks[0]["times"]:
-        out["step_times_s"] = [max(s) for s in zip(*(r["times"] for r in ranks), strict=True)]
+        out["step_times_s"] = max((r["times"] for r in ranks), key=sum)
     return out
 
 

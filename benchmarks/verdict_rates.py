@@ -101,7 +101,9 @@ def shadow(record: dict[str, Any]) -> bool | None:
     threads = record["runtime"].get("threads", {}).get("intra_op")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)  # the cell's own threads per rank
-    out = subprocess.run([sys.executable, *loop], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, *loop], env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"the plain loop failed ({out.returncode}): {out.stderr[-2000:]}")
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
     return any(f.verdict == UNSTABLE for f in findings(json.loads(line)["step_times_s"]))
 

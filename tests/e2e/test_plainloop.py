@@ -60,7 +60,7 @@ def test_without_the_flag_no_step_times_are_printed() -> None:
 
 def test_under_torchrun_it_trains_what_a_two_rank_cell_trains(cli, tmp_path: Path) -> None:
     """The same loss after the same steps as hpubench's 2-rank DDP cell: the same model, seeds, per-rank
-    batches and optimizer; each step's time is the slowest rank's, as the cell's record merges them."""
+    batches and optimizer; the step times are the slowest rank's, as the cell's record merges them."""
     args = ["run", "-w", "mlp", "--size", "tiny", "-a", "cpu", "--devices", "2", "--precision", "32-true"]
     done = cli(*args, "--mode", "eager", "--steps", "12", "--no-telemetry", "-o", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
@@ -74,13 +74,13 @@ def test_under_torchrun_it_trains_what_a_two_rank_cell_trains(cli, tmp_path: Pat
     assert alone["loss_last"] != r["loss_last"]  # one process trains on one rank's batches only
 
 
-def test_each_step_is_the_slowest_ranks_and_the_speed_counts_every_rank() -> None:
+def test_the_step_times_are_the_slowest_ranks_and_the_speed_counts_every_rank() -> None:
     ranks = [
         {"elapsed": 2.0, "faults": 4, "loss": 1.0, "times": [0.1, 0.3]},
-        {"elapsed": 4.0, "faults": 8, "loss": 3.0, "times": [0.2, 0.2]},
+        {"elapsed": 4.0, "faults": 8, "loss": 3.0, "times": [0.2, 0.25]},
     ]
     got = plainloop.figures(ranks, batch=8, steps=2)
-    assert got["step_times_s"] == [0.2, 0.3] and got["loss_last"] == 2.0
+    assert got["step_times_s"] == [0.2, 0.25] and got["loss_last"] == 2.0  # rank 1's, the longer window
     assert got["samples_per_s"] == 8 * 2 * 2 / 4.0 and got["ranks"] == 2
 
 
