@@ -1,10 +1,12 @@
 """Every rank's measurements merged into one record of a data-parallel cell. Pure: no torch, no I/O.
 
-The record's step times are *global*: step i takes as long as its slowest rank, because DDP's all-reduce
-makes every rank wait for the others inside every step. So the merged series is the per-step maximum over
-ranks, and global samples/s = (batch x world size) per step over that synchronised time, i.e. the sum of
-every rank's samples over the wall time they took together. Each rank's own series, memory peak, host
-and loss stay in ``runtime["distributed"]["ranks"]`` so a straggler or an outlier rank can be found.
+The record's step times are *global*: they are the slowest rank's own series (the rank whose measured
+steps took longest in all), so their sum is the wall time the ranks took together, and global samples/s =
+(batch x world size) per step over it. DDP's all-reduce holds every rank within a step of the others, but
+each rank reads its clock at its own step boundaries, which drift against the others' from step to step:
+a per-step maximum over ranks would add up each rank's lagging steps and read slower than the wall time.
+Each rank's own series, memory peak, host and loss stay in ``runtime["distributed"]["ranks"]`` so a
+straggler or an outlier rank can be found.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from hpubench.measure.memory import MemoryStats
 
-STEP_TIME_REDUCTION = "max over ranks, per step (the all-reduce makes every rank wait for the slowest)"
+STEP_TIME_REDUCTION = "the slowest rank's own steps (the rank whose measured steps took longest in all)"
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,12 @@ class MergedRanks:
     runtime: dict[str, Any]
 
 
-def _per_step_max(series: Sequence[Sequence[float]], what: str) -> tuple[float, ...]:
+def _slowest(series: Sequence[Sequence[float]], what: str) -> tuple[float, ...]:
+    """The series whose sum is largest (the lowest rank of a tie): that rank's window is the ranks' wall."""
     lengths = {len(s) for s in series}
     if len(lengths) != 1:
         raise ValueError(f"ranks measured different numbers of {what} steps: {sorted(lengths)}")
-    return tuple(max(values) for values in zip(*series, strict=True))
+    return tuple(max(series, key=sum))
 
 
 def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
@@ -65,8 +68,8 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
     ranks = sorted(samples, key=lambda s: s.rank)
     if [s.rank for s in ranks] != list(range(len(ranks))):
         raise ValueError(f"rank samples are not ranks 0..{len(ranks) - 1}: {[s.rank for s in ranks]}")
-    measured = _per_step_max([s.measured_s for s in ranks], "measured")
-    warmup = _per_step_max([s.warmup_s for s in ranks], "warm-up")
+    measured = _slowest([s.measured_s for s in ranks], "measured")
+    warmup = _slowest([s.warmup_s for s in ranks], "warm-up")
     peaks = [s.memory.get("peak_allocated_bytes") for s in ranks]
     known = [(p, s.rank) for p, s in zip(peaks, ranks, strict=True) if p is not None]
     worst = max(known)[1] if known else 0

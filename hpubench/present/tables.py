@@ -92,7 +92,7 @@ def results_table(
         "warm-up excluded; each step timed alone (a host clock around a device sync, the device's own "
         "events where it has them, or host timestamps for a launch-bound step: the record's runtime.timing); "
         "several devices: global (all ranks, "
-        "slowest rank per step); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
+        "the slowest rank's steps); scaling: samples/s / (N x the 1-device cell's); quality: can the figure "
         f"be trusted ({', '.join(reversed(PRECEDENCE))}; '-' = recorded before verdicts); "
         "numerics: does it still train (ok, drift, diverged, unchecked against the 32-true eager reference; "
         "'-' = recorded before numerics were checked)"

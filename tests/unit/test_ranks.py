@@ -30,10 +30,12 @@ def sample(rank: int, measured: list[float], peak: int | None, loss: float = 1.0
     )
 
 
-def test_global_step_time_is_the_slowest_rank_per_step() -> None:
+def test_global_step_times_are_the_slowest_ranks_own() -> None:
+    """Rank 0's window (0.7 s) is longer than rank 1's (0.6 s): its steps are the cell's. A per-step maximum
+    (0.2, 0.5, 0.3: 1.0 s) would be longer than either rank's window, which is what the ranks took."""
     merged = merge_ranks([sample(1, [0.2, 0.1, 0.3], 50), sample(0, [0.1, 0.5, 0.1], 70, loss=3.0)])
-    assert merged.measured_s == (0.2, 0.5, 0.3)
-    assert merged.warmup_s == (2.0, 0.5)
+    assert merged.measured_s == (0.1, 0.5, 0.1)
+    assert merged.warmup_s == (2.0, 0.5)  # rank 1's warm-up (2.5 s) was the longer one
     assert merged.loss_first == pytest.approx(2.0) and merged.loss_last == pytest.approx(1.0)
     assert merged.memory is not None and merged.memory.peak_allocated_bytes == 70
     rt = merged.runtime
