@@ -33,6 +33,7 @@ from hpubench.analysis.gate.rules import (
 )
 from hpubench.analysis.stats.estimator import RunSpread, estimate_change
 from hpubench.errors import UsageError
+from hpubench.measure.ranks import STEP_TIME_REDUCTION
 from hpubench.plan.cell import Cell
 from hpubench.store.record import CellResult
 from hpubench.store.runtimeinfo import RuntimeInfo
@@ -428,6 +429,22 @@ def test_a_changed_heap_or_thread_policy_is_noted_and_an_unchanged_one_is_not() 
         _with_policy(base, threads={"policy": "all"}), _with_policy(cur, threads={"policy": "cores-1"})
     )
     assert any(n.startswith("the CPU thread policy changed") and "all -> cores-1" in n for n in threads.notes)
+
+
+def test_a_changed_multi_rank_step_time_reduction_is_noted_and_one_device_cells_are_not() -> None:
+    """Records of a 2-rank cell from before the step times became the slowest rank's own series read slower
+    with no change of the code: the gate says so. One-device cells have no reduction on either side."""
+    rng = np.random.default_rng(19)
+    base, cur = make_side(rng, CELLS[:1]), make_side(rng, CELLS[:1])
+    assert not any("reduction" in n for n in gate(base, cur).notes)
+    old = {"step_time_reduction": "max over ranks, per step"}
+    new = {"step_time_reduction": STEP_TIME_REDUCTION}
+    same = gate(_with_policy(base, distributed=new), _with_policy(cur, distributed=new))
+    assert not any("reduction" in n for n in same.notes), same.notes
+    changed = gate(_with_policy(base, distributed=old), _with_policy(cur, distributed=new))
+    (note,) = [n for n in changed.notes if "reduction" in n]
+    assert note.startswith("the multi-rank step-time reduction changed between baseline and current")
+    assert f"max over ranks, per step -> {STEP_TIME_REDUCTION}" in note
 
 
 def test_a_changed_model_is_refused_unless_flops_changes_are_allowed() -> None:

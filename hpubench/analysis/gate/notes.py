@@ -25,27 +25,32 @@ def _device(runs: CellRuns) -> str | None:
     return runs.record.runtime.device_name if runs.measured else None
 
 
-# Facts of how a cell's process ran that move its figure without any change of the code: (runtime field,
-# name in the note). A record without the field predates it (the heap: glibc's own thresholds then).
-POLICIES = (("threads", "CPU thread policy"), ("heap", "heap policy"))
+# Facts of how a cell was run or measured that move its figure without any change of the code: (runtime
+# field, its key, name in the note). A record without the field predates it (the heap: glibc's own
+# thresholds then); a one-device cell has no step-time reduction on either side, so no note.
+POLICIES = (
+    ("threads", "policy", "CPU thread policy"),
+    ("heap", "policy", "heap policy"),
+    ("distributed", "step_time_reduction", "multi-rank step-time reduction"),
+)
 
 
-def _policy(runs: CellRuns, fact: str) -> str | None:
+def _policy(runs: CellRuns, fact: str, key: str) -> str | None:
     if not runs.measured:
         return None
     facts = getattr(runs.record.runtime, fact)
-    return "not recorded" if not facts else str(facts.get("policy", "not recorded"))
+    return "not recorded" if not facts else str(facts.get(key, "not recorded"))
 
 
 def policy_notes(b_map: dict[str, CellRuns], c_map: dict[str, CellRuns], matched: Sequence[str]) -> list[str]:
     """One note per policy that differs between the sides' matched cells (README: Host heap policy)."""
     notes = []
-    for fact, name in POLICIES:
-        pairs = {(_policy(b_map[k], fact), _policy(c_map[k], fact)) for k in matched}
+    for fact, key, name in POLICIES:
+        pairs = {(_policy(b_map[k], fact, key), _policy(c_map[k], fact, key)) for k in matched}
         changed = sorted({f"{b} -> {c}" for b, c in pairs if b and c and b != c})
         if changed:
             notes.append(
-                f"the {name} changed between baseline and current ({'; '.join(changed)}): it moves a CPU "
+                f"the {name} changed between baseline and current ({'; '.join(changed)}): it moves a "
                 "cell's figure without any change of the code; measure both sides under one policy"
             )
     return notes
