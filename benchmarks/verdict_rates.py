@@ -76,11 +76,9 @@ def spread(values: Sequence[float]) -> str:
     return f"median {statistics.median(values):.1%}, max {max(values):.1%} (n={len(values)})"
 
 
-SHADOWED = {
-    "precision": "32-true",
-    "mode": "eager",
-    "nodes": 1,
-}  # cells the plain loop shadows, 1 or 2 devices
+# The cells the plain loop shadows: fp32 eager on one node, on one device or two (the plain DDP script).
+SHADOWED = {"precision": "32-true", "mode": "eager", "nodes": 1}
+SHADOWED_DEVICES = (1, 2)
 
 
 def shadow(record: dict[str, Any]) -> bool | None:
@@ -90,7 +88,7 @@ def shadow(record: dict[str, Any]) -> bool | None:
     cell = record["cell"]
     if record["key"].endswith("/condition=plain") or any(cell.get(k) != v for k, v in SHADOWED.items()):
         return None
-    if cell.get("devices") not in (1, 2):
+    if cell.get("devices") not in SHADOWED_DEVICES:
         return None
     counts = [record["runtime"]["batch_size"], len(record["warmup_times_s"]), len(record["step_times_s"])]
     loop = [str(agreement.PLAIN_LOOP), cell["workload"], cell["size"], *map(str, counts), "--step-times"]
