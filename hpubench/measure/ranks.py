@@ -48,12 +48,13 @@ class MergedRanks:
     runtime: dict[str, Any]
 
 
-def _slowest(series: Sequence[Sequence[float]], what: str) -> tuple[float, ...]:
-    """The series whose sum is largest (the lowest rank of a tie): that rank's window is the ranks' wall."""
+def _slowest(series: Sequence[Sequence[float]], what: str) -> int:
+    """The index of the series whose sum is largest (the lowest of a tie): that rank's window is the ranks'
+    wall."""
     lengths = {len(s) for s in series}
     if len(lengths) != 1:
         raise ValueError(f"ranks measured different numbers of {what} steps: {sorted(lengths)}")
-    return tuple(max(series, key=sum))
+    return max(range(len(series)), key=lambda i: sum(series[i]))
 
 
 def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
@@ -68,8 +69,8 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
     ranks = sorted(samples, key=lambda s: s.rank)
     if [s.rank for s in ranks] != list(range(len(ranks))):
         raise ValueError(f"rank samples are not ranks 0..{len(ranks) - 1}: {[s.rank for s in ranks]}")
-    measured = _slowest([s.measured_s for s in ranks], "measured")
-    warmup = _slowest([s.warmup_s for s in ranks], "warm-up")
+    slowest = _slowest([s.measured_s for s in ranks], "measured")
+    warmup = ranks[_slowest([s.warmup_s for s in ranks], "warm-up")].warmup_s
     peaks = [s.memory.get("peak_allocated_bytes") for s in ranks]
     known = [(p, s.rank) for p, s in zip(peaks, ranks, strict=True) if p is not None]
     worst = max(known)[1] if known else 0
@@ -91,13 +92,13 @@ def merge_ranks(samples: Sequence[RankSample]) -> MergedRanks:
         "peak_memory_max_bytes": max(p for p, _ in known) if known else None,
         "peak_memory_max_rank": worst if known else None,
         "peak_memory_sum_bytes": sum(p for p, _ in known) if known else None,
-        "slowest_rank": max(range(len(ranks)), key=lambda i: means[i]),
+        "slowest_rank": slowest,  # whose step times are the record's
         "rank_step_time_mean_s": means,
         "hosts": sorted({s.host for s in ranks}),
     }
     return MergedRanks(
-        warmup_s=warmup,
-        measured_s=measured,
+        warmup_s=tuple(warmup),
+        measured_s=tuple(ranks[slowest].measured_s),
         loss_first=sum(s.loss_first for s in ranks) / len(ranks),
         loss_last=sum(s.loss_last for s in ranks) / len(ranks),
         memory=memory,
