@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import glob
 import os
+import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -60,9 +61,10 @@ def host_facts(environ: Mapping[str, str] | None = None) -> HostFacts:
     )
 
 
-def child_facts() -> dict[str, Any]:
+def child_facts(until_quiet: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """torch's version and every accelerator's facts, as JSON-ready data. Never raises for a device: a
-    hook that fails is recorded as that accelerator's error."""
+    hook that fails is recorded as that accelerator's error. ``until_quiet`` returns once nothing the
+    launcher starts runs beside this child any more; the facts that are timings are taken after it."""
     # deferred: host_facts runs in the torch-free launcher (hpubench.api); the child has torch already
     import torch
 
@@ -74,6 +76,7 @@ def child_facts() -> dict[str, Any]:
         except Exception as exc:  # a bug or a broken framework: say so, keep the other accelerators
             facts = DeviceFacts(name, False, error=f"{type(exc).__name__}: {exc}")
         found.append((cls, facts))
+    until_quiet()
     # Telemetry after every hook has seen the process: opening a source may load a device library.
     devices = [
         replace(facts, telemetry=telemetry_probe(cls)).to_dict()
@@ -91,13 +94,14 @@ def host_steadiness(torch: Any) -> dict[str, Any]:
     try:
         torch.set_num_threads(1)
         a = torch.randn(STEADY_SIZE, STEADY_SIZE)
+        started = time.time()
         rates = steadiness.block_rates(lambda: torch.mm(a, a))
     except Exception as exc:  # a broken torch build: say so, keep the other facts
         return {"error": f"{type(exc).__name__}: {exc}"}
     finally:
         torch.set_num_threads(threads)
     work = f"a one-thread {STEADY_SIZE}x{STEADY_SIZE} matrix multiply"
-    return {"work": work, "block_s": steadiness.BLOCK_S, "rates": rates}
+    return {"work": work, "block_s": steadiness.BLOCK_S, "rates": rates, "started_at": started}
 
 
 def telemetry_probe(cls: type[accelerators.Accelerator]) -> dict[str, Any]:

@@ -132,8 +132,10 @@ class Launcher:
     def detect_for_doctor(self) -> dict[str, Any]:
         """What ``detect`` learns plus ``hpubench doctor``'s facts (``"doctor"``), from a fresh interpreter
         whatever the isolation: the doctor must see what a process starting here sees (a bridge that
-        ``import torch`` loads, a mode read at import), not a fork of a warm one."""
-        return self._spawn.detect_for_doctor()
+        ``import torch`` loads, a mode read at import), not a fork of a warm one. The probe's worker starts
+        while that child imports (``LocalExecutor.warm``): the two start-ups overlap, and the child times
+        nothing until the worker is up."""
+        return self._spawn.detect_for_doctor(meanwhile=self.local.warm)
 
     # ---- running ------------------------------------------------------------------------------------
     def run(

@@ -139,6 +139,10 @@ class LocalExecutor(Executor):
         """``hpubench.run.probe`` with ``args`` in a child; its JSON. Raises ProbeFailed with the
         reason."""
 
+    def warm(self) -> None:
+        """Start what ``probe`` runs in now, so that its start overlaps whatever the caller waits on next;
+        a start that fails is left for ``probe`` to meet and report (default: nothing to start)."""
+
 
 class WorkerSetup:
     """How every process of one launcher starts, and the scratch folder their files pass through.

@@ -9,6 +9,7 @@ needs its environment, with the reason, instead of ending the run.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,11 @@ class ForkExecutor(LocalExecutor):
         if data is None or "inventory" not in data:
             raise UsageError(detection_failed(reply, log))
         return detected(data, dict(z.catalog))
+
+    def warm(self) -> None:
+        """The probe's zygote, started now (``probe`` meets a start that failed, and says why)."""
+        with contextlib.suppress(ZygoteStartFailed, UsageError):
+            self.pool.get(server_signature())
 
     def probe(self, args: list[str], timeout_s: float) -> dict[str, Any]:
         """In a child forked from the zygote, which has torch and the workload files loaded already: a

@@ -18,6 +18,7 @@ import contextlib
 import faulthandler
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -44,6 +45,9 @@ LOG_TAIL_LINES = 40
 
 # Imported before forking so children start warm (most come with hpubench.run.worker, which imports them
 # at its own import); a name missing here only costs time in each child, never correctness.
+# The launcher's start of its probe worker, which doctor's timed facts wait for, is bounded by the worker
+# start timeout (hpubench.run.executors.base); this bound is only for a launcher that never closes its end.
+QUIET_WAIT_MAX_S = 300.0
 PREWARM_MODULES = (
     # torch.optim.Optimizer.__init__ imports torch._dynamo (~1.8 s on CPU), so every cell needs it.
     # Importing it initialises no device and starts no thread.
@@ -254,10 +258,25 @@ def run_once(
     return 0
 
 
-def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> int:
+def wait_for_eof(fd: int | None, timeout_s: float = QUIET_WAIT_MAX_S) -> None:
+    """Until ``fd`` reads EOF (the launcher closed its end, or exited), or ``timeout_s``; nothing when
+    ``fd`` is None."""
+    if fd is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    with contextlib.suppress(OSError):
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready and not os.read(fd, 64):
+                return
+
+
+def detect_once(
+    out: str, workload_files: list[str], doctor: bool = False, quiet_fd: int | None = None
+) -> int:
     """``--detect``: inventory and workload catalog; with ``doctor``, ``hpubench doctor``'s facts too,
     gathered first (before detection imports any device framework: one of the facts is whether
-    ``import torch`` alone loaded one)."""
+    ``import torch`` alone loaded one); the ones that time something wait for EOF on ``quiet_fd``."""
     try:
         catalog = prepare(workload_files)
     except UsageError as exc:
@@ -266,7 +285,7 @@ def detect_once(out: str, workload_files: list[str], doctor: bool = False) -> in
     arm_faulthandler()
     payload: dict[str, Any] = {}
     if doctor:
-        payload["doctor"] = child_facts()
+        payload["doctor"] = child_facts(lambda: wait_for_eof(quiet_fd))
     payload.update(inventory=detect().to_dict(), workloads=catalog, **workload_facts())
     write_json_atomic(out, payload, indent=None, durable=False)
     return 0

@@ -39,7 +39,7 @@ interpreter instead
 (``isolation="spawn"``: platforms or device stacks where forking a process that imported torch is
 unsafe); ``--ready-fd N`` makes it write a byte to fd N once its imports are done, so the launcher
 starts the cell's timeout there; ``--feed PATH`` is the step feed. ``--detect OUT`` is the one-shot
-mode for detection.
+mode for detection (``--doctor``: doctor's facts too; ``--quiet-fd N``: their timings wait for EOF on N).
 
 This module is the server loop; what a child does is ``hpubench.run.forkserver.child``, how a child is waited
 for (the timeout on its process group) is ``hpubench.run.executors.wait``, and the JSON-lines wire is
@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", nargs=3, metavar=("CELL_JSON", "OUT", "LOG"))
     parser.add_argument("--detect", metavar="OUT")
     parser.add_argument("--doctor", action="store_true", help="with --detect: hpubench doctor's facts too")
+    parser.add_argument(
+        "--quiet-fd", type=int, default=None, help="with --doctor: time nothing until this fd reads EOF"
+    )
     parser.add_argument("--dispatched-at", type=float, default=None)
     parser.add_argument("--ready-fd", type=int, default=None)
     parser.add_argument("--options", default=None, metavar="RUN_OPTIONS_JSON")
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             *args.once, args.workloads_from, args.dispatched_at, args.ready_fd, args.options, args.feed
         )
     elif args.detect:
-        code = detect_once(args.detect, args.workloads_from, args.doctor)
+        code = detect_once(args.detect, args.workloads_from, args.doctor, args.quiet_fd)
     else:
         code = serve(args.workloads_from)
     with contextlib.suppress(Exception):
