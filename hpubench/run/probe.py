@@ -66,7 +66,9 @@ CONV_MAX_CHANNELS = {"host": 128, "device": 1024}
 CONV_HW = 28
 CALIBRATION_GROW_S = 0.05  # grow a problem while one timing takes less than this
 CALIBRATION_SATURATED = 1.05  # ... and while doubling it still raises the rate by more than 5%
-CALIBRATION_S = 0.2  # seconds spent timing each size
+# Seconds spent timing each size. A host thread's product takes under 2 ms, so a twentieth of a second is
+# still hundreds of timings to take the best of; a device's larger products get more time.
+CALIBRATION_S = {"host": 0.05, "device": 0.2}
 FACTS_VERSION = 2  # bumped when count_model counts something new (2: conv_flops): older cache entries recount
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -222,19 +224,23 @@ def facts(
 
 
 def _grow_rate(
-    make: Callable[[int], tuple[Callable[[], object], float]], n: int, max_n: int, sync: Callable[[], None]
+    make: Callable[[int], tuple[Callable[[], object], float]],
+    n: int,
+    max_n: int,
+    sync: Callable[[], None],
+    window_s: float,
 ) -> float:
     """Best TFLOP/s of ``make(n)``'s operation (it returns the callable and its FLOPs), doubling ``n``
     while one run takes under CALIBRATION_GROW_S, the rate still rises and ``n`` stays within ``max_n``:
     a slow dtype stays small and quick, an accelerator grows until launches no longer hide its rate. The
-    best of many short timings is the rate when nothing interrupted."""
+    best of many short timings (for ``window_s`` at each size) is the rate when nothing interrupted."""
     best_rate = 0.0
     while True:
         fn, flop = make(n)
         fn()  # first run: library start-up and autotuning, never timed
         sync()
         best = float("inf")
-        end = time.perf_counter() + CALIBRATION_S
+        end = time.perf_counter() + window_s
         for i in range(2000):
             t0 = time.perf_counter()
             fn()
@@ -309,13 +315,15 @@ def calibrate(accelerator: str, dtypes: list[str], host: bool, conv: bool = True
         if dtype is None:
             continue
         try:
-            rates[name] = _grow_rate(_linear(dtype, device), 256, LINEAR_MAX_N[where], acc.synchronize)
+            rates[name] = _grow_rate(
+                _linear(dtype, device), 256, LINEAR_MAX_N[where], acc.synchronize, CALIBRATION_S[where]
+            )
         except Exception:  # a dtype the device cannot multiply: no calibrated rate for it
             continue
         if conv:
             with contextlib.suppress(Exception):  # no convolution at this dtype here: linear rate only
                 conv_rates[name] = _grow_rate(
-                    _conv(dtype, device), 32, CONV_MAX_CHANNELS[where], acc.synchronize
+                    _conv(dtype, device), 32, CONV_MAX_CHANNELS[where], acc.synchronize, CALIBRATION_S[where]
                 )
     x = torch.ones(8, device=device)
     best = float("inf")

@@ -26,7 +26,7 @@ def _sizes(flops_of: object, start: int, max_n: int) -> tuple[list[int], float]:
         seen.append(n)
         return (lambda: None), flops_of(n)  # type: ignore[operator]
 
-    rate = probe._grow_rate(make, start, max_n, lambda: None)
+    rate = probe._grow_rate(make, start, max_n, lambda: None, probe.CALIBRATION_S["device"])
     return seen, rate
 
 
