@@ -11,6 +11,10 @@ RUN_DIR ?= results/smoke
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install "$(TORCH_SPEC)"
 	$(PY) -m pip install -e ".[dev]"
+	@# Byte-compile the checkout, as pip does for a regular install: an editable one leaves it to the first
+	@# import, which never writes it where PYTHONDONTWRITEBYTECODE is set, and every process then compiles
+	@# hpubench again. A module edited later no longer matches its .pyc and is compiled afresh on import.
+	$(PY) -m compileall -q hpubench workloads benchmarks
 
 # The hf extra (transformers) for the hf: workload tests; best effort: where it cannot be installed
 # (no index, an old Python) those tests skip with the reason instead of the whole install failing.
