@@ -55,7 +55,7 @@ class Toy(Workload):
         return model(batch[0]).square().mean()
 """
 RUN_ARGS = ["--workloads-from", "bench/wl.py", "-w", "toy", "--devices", "1", "--precision", "32-true"]
-RUN_ARGS += ["--mode", "eager", "--graphs", "off", "--steps", "100"]
+RUN_ARGS += ["--mode", "eager", "--graphs", "off", "--steps", "40"]
 
 
 def hpubench(repo: Path, *args: str, **kw) -> subprocess.CompletedProcess[str]:
