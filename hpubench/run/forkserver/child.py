@@ -43,11 +43,12 @@ from hpubench.store.rundir import write_json_atomic
 LOG_TAIL_LINES = 40
 
 
-# Imported before forking so children start warm (most come with hpubench.run.worker, which imports them
-# at its own import); a name missing here only costs time in each child, never correctness.
 # The launcher's start of its probe worker, which doctor's timed facts wait for, is bounded by the worker
 # start timeout (hpubench.run.executors.base); this bound is only for a launcher that never closes its end.
 QUIET_WAIT_MAX_S = 300.0
+
+# Imported before forking so children start warm (most come with hpubench.run.worker, which imports them
+# at its own import); a name missing here only costs time in each child, never correctness.
 PREWARM_MODULES = (
     # torch.optim.Optimizer.__init__ imports torch._dynamo (~1.8 s on CPU), so every cell needs it.
     # Importing it initialises no device and starts no thread.
