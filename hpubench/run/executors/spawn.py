@@ -110,7 +110,7 @@ class SpawnExecutor(LocalExecutor):
             raise UsageError(detection_failed(reply, log))
         return detected(data, {k: tuple(v) for k, v in data.get("workloads", {}).items()})
 
-    def detect_for_doctor(self, meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+    def detect_for_doctor(self, meanwhile: Callable[[], None] = lambda: None) -> dict[str, Any]:
         """What ``detect`` learns plus ``hpubench doctor``'s facts (``"doctor"``). Raises ProbeFailed with
         the reason and the log's last line when the child gave no result; a bad workload is a
         UsageError. ``meanwhile`` runs while the child imports (``_detect_child``)."""
@@ -122,41 +122,34 @@ class SpawnExecutor(LocalExecutor):
         return data
 
     def _detect_child(
-        self, out: Path, log: Path, extra_args: list[str], meanwhile: Callable[[], None] | None = None
+        self, out: Path, log: Path, extra_args: list[str], meanwhile: Callable[[], None] = lambda: None
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """``python -m hpubench.run.forkserver.server --detect``: its JSON (None when it wrote none) and
         how it ended.
 
-        With ``meanwhile``, the child times nothing (a telemetry reading, the host's steadiness) until
-        ``meanwhile`` has returned: it holds the read end of a pipe (``--quiet-fd``) whose write end is
-        closed then. So the launcher can start its other processes while the child imports, without
-        their start-up in any figure."""
-        quiet_r, quiet_w = os.pipe() if meanwhile is not None else (None, None)
-        args = ["--quiet-fd", str(quiet_r)] if quiet_r is not None else []
+        The child times nothing (a telemetry reading, the host's steadiness) until ``meanwhile`` has
+        returned: it holds the read end of a pipe (``--quiet-fd``) whose write end is closed then. So the
+        launcher can start its other processes while the child imports, without their start-up in any
+        figure."""
+        quiet_r, quiet_w = os.pipe()
         try:
-            with open(log, "wb") as logf:
-                proc = subprocess.Popen(
-                    self._args("--detect", str(out), *extra_args, *args),
-                    stdin=subprocess.DEVNULL,
-                    stdout=logf,
-                    stderr=logf,
-                    env=self.setup.env(server_signature()),
-                    start_new_session=True,
-                    pass_fds=() if quiet_r is None else (quiet_r,),
-                )
-        except BaseException:
-            if quiet_w is not None:
-                os.close(quiet_w)
-            raise
-        finally:
-            if quiet_r is not None:
-                os.close(quiet_r)  # the child's now
-        self._proc = proc
-        if meanwhile is not None and quiet_w is not None:
             try:
-                meanwhile()
+                with open(log, "wb") as logf:
+                    proc = subprocess.Popen(
+                        self._args("--detect", str(out), *extra_args, "--quiet-fd", str(quiet_r)),
+                        stdin=subprocess.DEVNULL,
+                        stdout=logf,
+                        stderr=logf,
+                        env=self.setup.env(server_signature()),
+                        start_new_session=True,
+                        pass_fds=(quiet_r,),
+                    )
             finally:
-                os.close(quiet_w)
+                os.close(quiet_r)  # the child's now
+            self._proc = proc
+            meanwhile()
+        finally:
+            os.close(quiet_w)
         reply = self._wait(proc, DETECT_TIMEOUT_S, log)
         self._proc = None
         usage = usage_line(tail(log))

@@ -35,6 +35,7 @@ from hpubench.plugins import files as pluginload
 from hpubench.precision import spec as precisions
 from hpubench.run.detect import detect
 from hpubench.run.doctorfacts import child_facts
+from hpubench.run.executors.base import WORKER_START_TIMEOUT_S
 from hpubench.run.forkserver.wire import USAGE_ERROR_PREFIX
 from hpubench.run.hostcondition import note_fresh_interpreter
 from hpubench.store.record import STATUS_FAILED, CellResult
@@ -42,10 +43,6 @@ from hpubench.store.rundir import write_json_atomic
 
 LOG_TAIL_LINES = 40
 
-
-# The launcher's start of its probe worker, which doctor's timed facts wait for, is bounded by the worker
-# start timeout (hpubench.run.executors.base); this bound is only for a launcher that never closes its end.
-QUIET_WAIT_MAX_S = 300.0
 
 # Imported before forking so children start warm (most come with hpubench.run.worker, which imports them
 # at its own import); a name missing here only costs time in each child, never correctness.
@@ -259,9 +256,10 @@ def run_once(
     return 0
 
 
-def wait_for_eof(fd: int | None, timeout_s: float = QUIET_WAIT_MAX_S) -> None:
+def wait_for_eof(fd: int | None, timeout_s: float = WORKER_START_TIMEOUT_S) -> None:
     """Until ``fd`` reads EOF (the launcher closed its end, or exited), or ``timeout_s``; nothing when
-    ``fd`` is None."""
+    ``fd`` is None. The default bound is the launcher's own for starting the worker it closes the pipe
+    after, so the wait ends on its own only where the launcher never closes it."""
     if fd is None:
         return
     deadline = time.monotonic() + timeout_s
