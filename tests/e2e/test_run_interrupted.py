@@ -19,8 +19,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = str(REPO / "tests" / "plugins" / "escapers.py")
-# four cells of escape_slow (0.2 s a step): long enough to be interrupted in the second or a later one
-ARGS = ["run", "-w", "escape_slow", "-b", "1,2,3,4", "--steps", "12", "--warmup-steps", "1", "-a", "cpu"]
+# four cells of escape_slow (0.2 s a step; 8 steps with the warm-up, as many as the loss check compares, so
+# no reference run is added): long enough to be interrupted in the second or a later one
+ARGS = ["run", "-w", "escape_slow", "-b", "1,2,3,4", "--steps", "7", "--warmup-steps", "1", "-a", "cpu"]
 
 
 def _default_sigint() -> None:

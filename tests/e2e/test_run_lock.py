@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 PLUGIN = str(Path(__file__).resolve().parents[1] / "plugins" / "slow_steps.py")
-# Four cells of 20 steps of 0.1 s: long enough that a second process starts while the first runs.
+# Four cells of 8 steps of 0.1 s (3.6 s of steps in all, after the zygote's start): long enough that a
+# second process starts while the first runs.
 ARGS = ["run", "-w", "sleepy", "--size", "tiny,standard", "-p", "32-true,bf16-mixed"]
-ARGS += ["--steps", "20", "--warmup-steps", "1", "--workloads-from", PLUGIN]
+ARGS += ["--steps", "8", "--warmup-steps", "1", "--workloads-from", PLUGIN]
 
 
 def start(run: Path, *extra: str) -> subprocess.Popen[str]:
