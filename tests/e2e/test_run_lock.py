@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 PLUGIN = str(Path(__file__).resolve().parents[1] / "plugins" / "slow_steps.py")
-# Four cells of 8 steps of 0.1 s (3.6 s of steps in all, after the zygote's start): long enough that a
-# second process starts while the first runs.
+# Four cells of 8 measured steps of 0.1 s (about 1.5 s a cell with the warm-up and the phase split's sampled
+# steps, after the zygote's start): long enough that a second process starts while the first runs.
 ARGS = ["run", "-w", "sleepy", "--size", "tiny,standard", "-p", "32-true,bf16-mixed"]
 ARGS += ["--steps", "8", "--warmup-steps", "1", "--workloads-from", PLUGIN]
 
