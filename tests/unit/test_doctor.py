@@ -31,7 +31,7 @@ from hpubench.measure.doctor import (
     thread_findings,
     to_json,
 )
-from hpubench.run.doctorfacts import governors
+from hpubench.run.doctorfacts import governors, host_facts
 
 GIB = 1024**3
 EIGHT = list(range(8))
@@ -118,6 +118,16 @@ def test_heap_policy() -> None:
     assert user.level == OK and "LD_PRELOAD=libjemalloc.so.2" in user.detail
     bad = heap_finding(glibc, {"HPUBENCH_MALLOC": "big"})
     assert bad.level == FAIL and "'big'" in bad.detail
+
+
+def test_the_heap_finding_reads_the_variables_the_launcher_collects() -> None:
+    """doctor's launcher passes only ``host_facts``' environment to the rule: a user's own glibc setting
+    must survive that, or the finding would warn about a heap the user already holds."""
+    environ = {"HPUBENCH_MALLOC": "system", "MALLOC_TRIM_THRESHOLD_": "131072", "UNRELATED": "1"}
+    user = heap_finding("glibc 2.36", host_facts(environ).environ)
+    assert user.level == OK and "MALLOC_TRIM_THRESHOLD_=131072" in user.detail
+    system = heap_finding("glibc 2.36", host_facts({"HPUBENCH_MALLOC": "system"}).environ)
+    assert system.level == WARN and "unset HPUBENCH_MALLOC" in system.fix
 
 
 def test_host_memory() -> None:
