@@ -9,13 +9,16 @@ environment for each condition). Same seed, the same four synthetic batches cycl
 optimizer as a cell. Timed the plain way: one ``perf_counter`` around the measured steps after the
 warm-up. A sync before each clock read is the device's own (none on the CPU).
 
-``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--import MODULE,...] [--step-times]``
-prints one JSON line. ``--import`` first imports the named modules, as a script importing more than torch
-does: pandas moves the script past the resize of Python's interned-string table that a torch-only script of
-these workloads stays just short of, which changes glibc's heap thresholds (``docs/measurements.md``,
-2026-11-29). ``--step-times`` also reads the clock around each measured step and prints those times
-(``benchmarks/verdict_rates.py`` judges them with the cells' own halves test: how often the host alone
-makes a window unstable).
+``python benchmarks/plainloop.py WORKLOAD SIZE BATCH WARMUP STEPS [--precision P] [--compile] [--import
+MODULE,...] [--step-times]`` prints one JSON line. ``--precision`` is written the way a user writes it with
+torch alone: ``bf16-mixed`` and ``16-mixed`` put the forward and loss under ``torch.autocast`` (with
+``torch.amp.GradScaler`` for fp16), ``bf16-true`` casts the model and the floating inputs to bfloat16;
+``--compile`` wraps the model in ``torch.compile``. ``--import`` first imports the named modules, as a script
+importing more than torch does: pandas moves the script past the resize of Python's interned-string table that
+a torch-only script of these workloads stays just short of, which changes glibc's heap thresholds
+(``docs/measurements.md``, 2026-11-29). ``--step-times`` also reads the clock around each measured step and
+prints those times (``benchmarks/verdict_rates.py`` judges them with the cells' own halves test: how often the
+host alone makes a window unstable).
 
 Under ``torchrun --nproc-per-node N`` it is the plain data-parallel script: gloo, the model in
 ``DistributedDataParallel`` with its defaults, each rank's batches seeded by its rank (as a cell's are),
@@ -45,6 +48,7 @@ import workloads
 
 SEED = 1234  # hpubench.run.cellrun.resolve.SEED and N_BATCHES: agreement.py checks they still match
 N_BATCHES = 4
+PRECISIONS = ("32-true", "bf16-mixed", "16-mixed", "bf16-true")
 
 
 def main(argv: list[str]) -> int:
@@ -54,6 +58,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("batch", type=int)
     ap.add_argument("warmup", type=int)
     ap.add_argument("steps", type=int)
+    ap.add_argument("--precision", choices=PRECISIONS, default="32-true")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--import", dest="imports", default="", metavar="MODULE,...")
     ap.add_argument("--step-times", action="store_true", help="also print each measured step's time")
     a = ap.parse_args(argv)
@@ -77,23 +83,27 @@ def train(a: argparse.Namespace, rank: int, world: int) -> dict[str, Any]:
     torch.manual_seed(SEED)
     model = wl.build_model(size).to(device)
     model.train()
+    true_bf16 = a.precision == "bf16-true"
+    if true_bf16:
+        model = model.to(torch.bfloat16)
     if world > 1:
         model = DistributedDataParallel(model)
+    if a.compile:  # under DDP, the module it wraps, as hpubench does (dynamo does not trace DDP's forward)
+        if world > 1:
+            model.module = torch.compile(model.module)
+        else:
+            model = torch.compile(model)
     gen = torch.Generator(device=device)
     gen.manual_seed(SEED + rank)
     batches = [wl.make_batch(size, batch, device, gen) for _ in range(N_BATCHES)]
+    if true_bf16:
+        batches = [tuple(t.to(torch.bfloat16) if t.is_floating_point() else t for t in b) for b in batches]
     params = [p for p in model.parameters() if p.requires_grad]
     if wl.optimizer == "sgd":
         opt: torch.optim.Optimizer = torch.optim.SGD(params, lr=wl.lr, momentum=0.9)
     else:
         opt = torch.optim.AdamW(params, lr=wl.lr)
-
-    def step(b: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        loss = wl.loss(model, b)
-        loss.backward()
-        opt.step()
-        return loss
+    step = plain_step(wl, model, opt, a.precision)
 
     for i in range(warmup):
         step(batches[i % N_BATCHES])
@@ -111,6 +121,37 @@ def train(a: argparse.Namespace, rank: int, world: int) -> dict[str, Any]:
     elapsed = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     return {"elapsed": elapsed, "faults": faults, "loss": float(loss.detach()), "times": times}
+
+
+def plain_step(wl: Any, model: torch.nn.Module, opt: torch.optim.Optimizer, precision: str) -> Any:
+    """One training step as a user writes it for ``precision`` with torch alone."""
+    if precision in ("32-true", "bf16-true"):
+
+        def step(b: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            opt.zero_grad(set_to_none=True)
+            loss = wl.loss(model, b)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+    dtype = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
+    scaler = torch.amp.GradScaler("cpu") if precision == "16-mixed" else None
+
+    def mixed_step(b: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type="cpu", dtype=dtype):
+            loss = wl.loss(model, b)
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        return loss
+
+    return mixed_step
 
 
 def figures(ranks: list[dict[str, Any]], batch: int, steps: int) -> dict[str, Any]:

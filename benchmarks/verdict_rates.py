@@ -11,14 +11,15 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
 1. Quiet. ``hpubench run --matrix smoke`` ``--rounds`` times (at least 10 for the bar). For each timing
    verdict, the share of measured cells given it; the bar: every non-``ok`` verdict on at most 5% of them.
    The first reason of each non-ok cell is listed, and the run-queue wait share and /proc/stat share of
-   every cell summarised (what the quiet machine reads). After each round, every tuned fp32 eager
-   one-device cell is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh
-   process importing nothing of hpubench, given the tuned settings through the environment), with the
-   cell's own warm-up and measured step counts, and its step times go through the same halves test: the
-   share of plain windows called ``unstable`` is the host's own rate, beside the cells'. The 2-rank fp32
-   eager cell is shadowed the same way by the plain DDP script under torchrun. Cells whose own
-   busy threads outnumber their CPUs (the 2-rank cell on a 2-core host) are counted apart as well: they
-   take turns on their CPUs, which moves their speed on a quiet host too.
+   every cell summarised (what the quiet machine reads). After each round, every cell on one node and one or
+   two devices is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh process
+   importing nothing of hpubench's harness: the cell's precision written with torch alone, ``torch.compile``
+   for a compile cell, the plain DDP script under torchrun for two ranks), with the cell's own warm-up and
+   measured step counts, under the cell's condition (tuned: the tuned settings through the environment and
+   the cell's threads; plain: the process's own, the script importing pandas first). Its step times go
+   through the same halves test: the share of plain windows called ``unstable`` is the host's own rate,
+   beside the cells'. Cells whose own busy threads outnumber their CPUs (the 2-rank cell on a 2-core host)
+   are counted apart as well: they take turns on their CPUs, which moves their speed on a quiet host too.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import agreement  # noqa: E402
 import hostspeed  # noqa: E402
+import plainloop  # noqa: E402
 
 from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, crowded_by_itself, findings  # noqa: E402
 
@@ -76,29 +78,47 @@ def spread(values: Sequence[float]) -> str:
     return f"median {statistics.median(values):.1%}, max {max(values):.1%} (n={len(values)})"
 
 
-# The cells the plain loop shadows: fp32 eager on one node, on one device or two (the plain DDP script).
-SHADOWED = {"precision": "32-true", "mode": "eager", "nodes": 1}
+# The cells the plain loop shadows: one node, one device or two (the plain DDP script), any precision the loop
+# writes and eager or compile mode.
 SHADOWED_DEVICES = (1, 2)
+SHADOWED_MODES = ("eager", "compile")
+PLAIN_SUFFIX = "/condition=plain"
 
 
-def shadow(record: dict[str, Any]) -> bool | None:
-    """Whether the plain loop of ``record``'s work, run now with the cell's warm-up and measured step
-    counts and its threads per rank, comes out ``unstable`` by the cells' own halves test; None for a cell
-    it does not shadow. A 2-rank cell's loop is the plain DDP script under torchrun."""
+def shadow_command(record: dict[str, Any]) -> tuple[list[str], dict[str, str]] | None:
+    """The plain loop of ``record``'s work and its environment, or None for a cell it does not shadow: the
+    cell's precision and mode, warm-up and measured step counts, and its threads per rank under the tuned
+    condition; under the plain condition, the plain environment and the script importing pandas first,
+    since a plain cell's own process is past the import-history point such a script passes."""
     cell = record["cell"]
-    if record["key"].endswith("/condition=plain") or any(cell.get(k) != v for k, v in SHADOWED.items()):
+    if cell.get("nodes") != 1 or cell.get("devices") not in SHADOWED_DEVICES:
         return None
-    if cell.get("devices") not in SHADOWED_DEVICES:
+    if cell.get("mode") not in SHADOWED_MODES or cell.get("precision") not in plainloop.PRECISIONS:
+        return None
+    if cell.get("graphs"):
         return None
     counts = [record["runtime"]["batch_size"], len(record["warmup_times_s"]), len(record["step_times_s"])]
     loop = [str(agreement.PLAIN_LOOP), cell["workload"], cell["size"], *map(str, counts), "--step-times"]
+    loop += ["--precision", cell["precision"], *(["--compile"] if cell["mode"] == "compile" else [])]
     if cell["devices"] > 1:
         launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={cell['devices']}"]
         loop = [*launch, *loop]
+    if record["key"].endswith(PLAIN_SUFFIX):
+        return [*loop, "--import", agreement.GROWN_IMPORTS], agreement.plain_env("plain")
     env = agreement.plain_env("tuned")
     threads = record["runtime"].get("threads", {}).get("intra_op")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)  # the cell's own threads per rank
+    return loop, env
+
+
+def shadow(record: dict[str, Any]) -> bool | None:
+    """Whether the plain loop of ``record``'s work (``shadow_command``), run now, comes out ``unstable`` by
+    the cells' own halves test; None for a cell it does not shadow."""
+    command = shadow_command(record)
+    if command is None:
+        return None
+    loop, env = command
     out = subprocess.run([sys.executable, *loop], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"the plain loop failed ({out.returncode}): {out.stderr[-2000:]}")
@@ -107,7 +127,7 @@ def shadow(record: dict[str, Any]) -> bool | None:
 
 
 def quiet(rounds: int) -> dict[str, Any]:
-    print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each fp32 eager cell shadowed by a plain loop")
+    print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each cell shadowed by a plain loop of its work")
     cells: list[dict[str, Any]] = []
     shadows: list[tuple[int, bool, bool]] = []  # (devices, the cell unstable, its plain loop unstable)
     for i in range(rounds):
@@ -138,7 +158,7 @@ def quiet(rounds: int) -> dict[str, Any]:
     print(f"  run-queue wait share: {spread(waits)}; /proc/stat share of others: {spread(shares)}")
     # The plain condition's cells measure a heap glibc is still moving (hpubench.run.hostcondition): their
     # verdicts are counted apart too, so the tuned cells' rate is seen on its own.
-    tuned = [r for r in cells if not r["key"].endswith("/condition=plain")]
+    tuned = [r for r in cells if not r["key"].endswith(PLAIN_SUFFIX)]
     tuned_counts = Counter(r["quality"] for r in tuned)
     shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
     print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")
@@ -188,7 +208,7 @@ def host_unstable(shadows: Sequence[tuple[int, bool, bool]]) -> dict[str, dict[s
             ("one-device", "loops") if devices == 1 else (f"{devices}-rank", "DDP scripts (torchrun)")
         )
         print(
-            f"  shadowed {what} fp32 eager cells: unstable {cell} of {n} ({cell / n:.1%}); the plain {loop} "
+            f"  shadowed {what} cells: unstable {cell} of {n} ({cell / n:.1%}); the plain {loop} "
             f"of the same work, step counts and threads, no hpubench: {plain} of {n} ({plain / n:.1%})"
             + (", the host's own rate" if devices == 1 else "")
         )

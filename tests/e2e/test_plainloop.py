@@ -13,6 +13,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -102,15 +104,57 @@ def _record(key_suffix: str = "", **cell: Any) -> dict[str, Any]:
     }
 
 
-def test_a_tuned_fp32_eager_cell_is_shadowed_and_others_are_not() -> None:
+def test_each_one_node_cell_on_one_or_two_devices_is_shadowed_with_its_own_work() -> None:
     vr = _verdict_rates()
+
+    def command(suffix: str = "", **cell: Any) -> tuple[list[str], dict[str, str]] | None:
+        return vr.shadow_command(_record(suffix, **cell))
+
+    loop, env = command()
+    assert loop[1:7] == ["mlp", "tiny", "64", "3", "12", "--step-times"] and "--compile" not in loop
+    assert loop[loop.index("--precision") + 1] == "32-true" and "--import" not in loop
+    assert env["MALLOC_MMAP_THRESHOLD_"] and env["OMP_NUM_THREADS"] == "1"  # tuned: the cell's threads
+    for precision in ("bf16-mixed", "16-mixed", "bf16-true"):
+        loop, _ = command(precision=precision)
+        assert loop[loop.index("--precision") + 1] == precision
+    assert "--compile" in command(mode="compile")[0]
+    assert command(devices=2)[0][:2] == ["-m", "torch.distributed.run"]  # the plain DDP script
+    loop, env = command("/condition=plain")
+    assert loop[loop.index("--import") + 1] == "pandas"
+    assert not any(k.startswith("MALLOC_") or k == "OMP_NUM_THREADS" for k in env)  # the process's own
+    for unshadowed in (
+        {"devices": 4},
+        {"nodes": 2},
+        {"precision": "fp8"},
+        {"mode": "lazy"},
+        {"graphs": True},
+    ):
+        assert command(**unshadowed) is None, unshadowed
     assert vr.shadow(_record()) in (True, False)  # ran the plain loop and judged its 12 steps
-    assert vr.shadow(_record(precision="bf16-mixed")) is None
-    assert vr.shadow(_record(mode="compile")) is None
-    assert vr.shadow(_record(devices=2)) in (True, False)  # the plain DDP script under torchrun
-    assert vr.shadow(_record(devices=4)) is None
-    assert vr.shadow(_record(nodes=2)) is None
-    assert vr.shadow(_record("/condition=plain")) is None
+    assert vr.shadow(_record(devices=2)) in (True, False)  # under torchrun
+
+
+@pytest.mark.slow
+def test_the_plain_loop_trains_what_the_cell_trains_in_each_precision_and_compiled(
+    cli, tmp_path: Path
+) -> None:
+    """The same last loss as hpubench's cells, bit for bit, with the precision written with torch alone
+    (autocast, a gradient scaler, a bfloat16 model) and torch.compile: the shadows do the cells' work."""
+    args = ["run", "-w", "mlp", "--size", "tiny", "-a", "cpu", "--devices", "1", "--steps", "6"]
+    args += ["--no-telemetry", "-o", str(tmp_path / "run")]
+    eager = cli(*args, "--mode", "eager", "--precision", "32-true,bf16-mixed,16-mixed,bf16-true")
+    assert eager.returncode == 0, eager.stderr
+    compiled = cli(*args, "--mode", "compile", "--precision", "32-true", "--resume")
+    assert compiled.returncode == 0, compiled.stderr
+    records = [json.loads(x) for x in (tmp_path / "run" / "cells.jsonl").read_text().splitlines()]
+    assert len(records) == 5
+    for rec in records:
+        assert rec["status"] == "ok", rec["reason"]
+        cell = rec["cell"]
+        counts = [str(rec["runtime"]["batch_size"]), str(len(rec["warmup_times_s"])), "6"]
+        extra = ["--precision", cell["precision"], *(["--compile"] if cell["mode"] == "compile" else [])]
+        r = _plain("mlp", "tiny", *counts, *extra)
+        assert r["loss_last"] == rec["metrics"]["loss_last"], (rec["key"], r["loss_last"])
 
 
 def test_the_host_rate_is_the_plain_loops_share_with_the_two_rank_cell_apart(capsys: Any) -> None:
