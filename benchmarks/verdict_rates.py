@@ -50,6 +50,9 @@ import hostspeed  # noqa: E402
 import plainloop  # noqa: E402
 
 from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, crowded_by_itself, findings  # noqa: E402
+from hpubench.plan.cell import Cell  # noqa: E402
+from hpubench.plan.dimensions import PLAIN  # noqa: E402
+from hpubench.run.hostcondition import condition_of  # noqa: E402
 
 QUIET_BAR = 0.05  # the largest share of quiet cells any non-ok verdict may take
 ENV = {**os.environ, "HPUBENCH_NO_PROGRESS": "1"}
@@ -82,7 +85,11 @@ def spread(values: Sequence[float]) -> str:
 # writes and eager or compile mode.
 SHADOWED_DEVICES = (1, 2)
 SHADOWED_MODES = ("eager", "compile")
-PLAIN_SUFFIX = "/condition=plain"
+
+
+def is_plain(record: dict[str, Any]) -> bool:
+    """Whether the record's cell ran under the plain condition (read from its cell, as the run decided it)."""
+    return condition_of(Cell.from_dict(record["cell"])) == PLAIN
 
 
 def shadow_command(record: dict[str, Any]) -> tuple[list[str], dict[str, str]] | None:
@@ -103,7 +110,7 @@ def shadow_command(record: dict[str, Any]) -> tuple[list[str], dict[str, str]] |
     if cell["devices"] > 1:
         launch = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={cell['devices']}"]
         loop = [*launch, *loop]
-    if record["key"].endswith(PLAIN_SUFFIX):
+    if is_plain(record):
         return [*loop, "--import", agreement.GROWN_IMPORTS], agreement.plain_env("plain")
     env = agreement.plain_env("tuned")
     threads = record["runtime"].get("threads", {}).get("intra_op")
@@ -158,7 +165,7 @@ def quiet(rounds: int) -> dict[str, Any]:
     print(f"  run-queue wait share: {spread(waits)}; /proc/stat share of others: {spread(shares)}")
     # The plain condition's cells measure a heap glibc is still moving (hpubench.run.hostcondition): their
     # verdicts are counted apart too, so the tuned cells' rate is seen on its own.
-    tuned = [r for r in cells if not r["key"].endswith(PLAIN_SUFFIX)]
+    tuned = [r for r in cells if not is_plain(r)]
     tuned_counts = Counter(r["quality"] for r in tuned)
     shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
     print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")

@@ -86,7 +86,8 @@ def test_the_step_times_are_the_slowest_ranks_and_the_speed_counts_every_rank() 
     assert got["samples_per_s"] == 8 * 2 * 2 / 4.0 and got["ranks"] == 2
 
 
-def _record(key_suffix: str = "", **cell: Any) -> dict[str, Any]:
+def _record(plain: bool = False, **cell: Any) -> dict[str, Any]:
+    """A smoke cell's record as ``verdict_rates`` reads it; ``plain``: under the plain condition."""
     base = {
         "workload": "mlp",
         "size": "tiny",
@@ -96,8 +97,8 @@ def _record(key_suffix: str = "", **cell: Any) -> dict[str, Any]:
         "nodes": 1,
     }
     return {
-        "key": "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault" + key_suffix,
-        "cell": {**base, **cell},
+        "key": "mlp/tiny/cpu/1x1/32-true/eager/nographs/bsdefault" + ("/condition=plain" if plain else ""),
+        "cell": {**base, **({"extra": {"condition": "plain"}} if plain else {}), **cell},
         "runtime": {"batch_size": 64},
         "warmup_times_s": [0.001] * 3,
         "step_times_s": [0.001] * 12,
@@ -107,8 +108,8 @@ def _record(key_suffix: str = "", **cell: Any) -> dict[str, Any]:
 def test_each_one_node_cell_on_one_or_two_devices_is_shadowed_with_its_own_work() -> None:
     vr = _verdict_rates()
 
-    def command(suffix: str = "", **cell: Any) -> tuple[list[str], dict[str, str]] | None:
-        return vr.shadow_command(_record(suffix, **cell))
+    def command(plain: bool = False, **cell: Any) -> tuple[list[str], dict[str, str]] | None:
+        return vr.shadow_command(_record(plain, **cell))
 
     loop, env = command()
     assert loop[1:7] == ["mlp", "tiny", "64", "3", "12", "--step-times"] and "--compile" not in loop
@@ -119,7 +120,7 @@ def test_each_one_node_cell_on_one_or_two_devices_is_shadowed_with_its_own_work(
         assert loop[loop.index("--precision") + 1] == precision
     assert "--compile" in command(mode="compile")[0]
     assert command(devices=2)[0][:2] == ["-m", "torch.distributed.run"]  # the plain DDP script
-    loop, env = command("/condition=plain")
+    loop, env = command(plain=True)
     assert loop[loop.index("--import") + 1] == "pandas"
     assert not any(k.startswith("MALLOC_") or k == "OMP_NUM_THREADS" for k in env)  # the process's own
     for unshadowed in (
