@@ -9,21 +9,24 @@ eager, one CPU process, and each condition:
   environment a user would set (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, OMP_NUM_THREADS);
 - ``plain``: hpubench's ``--condition plain`` cell beside the plain script with nothing set.
 
-The plain script (``benchmarks/plainloop.py``) is a fresh process importing nothing of the harness. Each
-round runs every contender once, each a process of its own, the order alternating between rounds; the
-ratio is the median over rounds of hpubench's figure over the plain script's in the same round (1.00: the
-same figure), which leaves the machine's drift between rounds out. Each process's minor
-page faults per measured step say which heap mode it landed in (``hpubench.analysis.tuning``), so a
-bimodal condition is shown as such instead of averaged away. The plain script also runs a second time
-each round: that A/A ratio is the test's own resolution, and a ratio outside 0.98-1.02 that the A/A
-spread also reaches is "not decided" rather than outside. Under ``plain`` a third script runs each round:
-the same plain script importing pandas first (``plainloop.py --import pandas``). A script importing torch
-and the standard library stays just short of the resize of Python's interned-string table, and a process
-that imports more (pandas, requests, transformers, hpubench's cell) passes it, which moves glibc's dynamic
-heap thresholds; its ratio says which kind of script the cell's figure matches. Never run beside other
-work: the figures are ratios within one run, and a busy neighbour moves them. The host's own steadiness
-(``hpubench doctor``'s host speed line, ``benchmarks/hostspeed.py``) is printed before and after: on a host
-that reads UNSTEADY, the A/A spread is wide and most rows cannot be decided.
+The plain script (``benchmarks/plainloop.py``) is a fresh process importing nothing of the harness; it
+imports pandas beside torch, as a training script importing its own stack does. That matters under plain:
+glibc's dynamic heap thresholds rise with the first large block a process frees, and one is the old table of
+Python's interned strings once enough modules are imported. A script of these workloads importing torch and
+the standard library alone stays just short of that resize; one importing pandas, requests, transformers,
+Lightning or its own package passes it, as hpubench's plain cell does, and that is the script the cell's
+figure stands for. So under ``plain`` a torch-only script also runs each round, and its ratio is printed
+beside: the difference a user with such a script sees (``docs/reference.md``). Each round runs every
+contender once, each a process of its own, the order alternating between rounds; the ratio is the median
+over rounds of hpubench's figure over the plain script's in the same round (1.00: the same figure), which
+leaves the machine's drift between rounds out. Each process's minor page faults per measured step say which
+heap mode it landed in (``hpubench.analysis.tuning``), so a bimodal condition is shown as such instead of
+averaged away. The plain script also runs a second time each round: that A/A ratio is the test's own
+resolution, and a ratio outside 0.98-1.02 that the A/A spread also reaches is "not decided" rather than
+outside. Never run beside other work: the figures are ratios within one run, and a busy neighbour moves
+them. The host's own steadiness (``hpubench doctor``'s host speed line, ``benchmarks/hostspeed.py``) is
+printed before and after: on a host that reads UNSTEADY, the A/A spread is wide and most rows cannot be
+decided.
 
 ``python benchmarks/agreement.py [--rounds 5] [--workloads mlp,gpt,resnet,hf:gpt2] [--json FILE]``
 """
@@ -55,10 +58,10 @@ PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
 CONDITIONS = ("tuned", "plain")
 BAND = (0.98, 1.02)  # hpubench/plain within this: the same figure (issue 33)
 AGAIN = "plain again"  # the plain script run a second time in each round: the test's own A/A spread
-GROWN = "plain, importing pandas"  # under plain: the script past the interned-string table's resize
-# A torch-only mlp, gpt or resnet script ends 500-1,000 strings short of the resize, and importing pandas
-# passes it; hf:gpt2's, importing transformers, passes it on its own.
-GROWN_IMPORTS = "pandas"
+TORCH_ONLY = "plain, torch only"  # under plain: the script short of the interned-string table's resize
+# What the plain script imports beside torch: a torch-only mlp, gpt or resnet script ends 500-1,000 strings
+# short of the resize, and importing pandas passes it; hf:gpt2's, importing transformers, passes it anyway.
+SCRIPT_IMPORTS = "pandas"
 # (batch, warm-up, measured steps): the workload's tiny batch, and about 1.5 s of measured steps on the
 # 2-core dev VM, long enough that a process's start-up draw, not the clock, sets the spread.
 WORKLOADS: dict[str, tuple[int, int, int]] = {
@@ -104,9 +107,9 @@ def plain_env(condition: str) -> dict[str, str]:
 
 def run_plain(name: str, condition: str, side: str) -> dict[str, Any]:
     batch, warmup, steps = WORKLOADS[name]
-    grown = ["--import", GROWN_IMPORTS] if side == GROWN else []
+    imports = [] if side == TORCH_ONLY else ["--import", SCRIPT_IMPORTS]
     out = subprocess.run(
-        [sys.executable, str(PLAIN_LOOP), name, "tiny", str(batch), str(warmup), str(steps), *grown],
+        [sys.executable, str(PLAIN_LOOP), name, "tiny", str(batch), str(warmup), str(steps), *imports],
         env=plain_env(condition),
         capture_output=True,
         text=True,
@@ -200,10 +203,10 @@ def summarise(
             # Each round's pair ran minutes apart at most: their ratio leaves the machine's drift out.
             paired = [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(h, p, strict=True)]
             ratio = statistics.median(paired)
-            grown = results.get((name, condition, GROWN))
-            vs_grown = (
-                [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(h, grown, strict=True)]
-                if grown
+            alone = results.get((name, condition, TORCH_ONLY))
+            vs_alone = (
+                [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(h, alone, strict=True)]
+                if alone
                 else None
             )
             rows.append(
@@ -227,8 +230,8 @@ def summarise(
                     "aa_range": [min(aa), max(aa)],
                     "in_band": BAND[0] <= ratio <= BAND[1],
                     "verdict": verdict(ratio, (min(aa), max(aa))),
-                    "ratio_grown": statistics.median(vs_grown) if vs_grown else None,
-                    "grown_range": [min(vs_grown), max(vs_grown)] if vs_grown else None,
+                    "ratio_torch_only": statistics.median(vs_alone) if vs_alone else None,
+                    "torch_only_range": [min(vs_alone), max(vs_alone)] if vs_alone else None,
                 }
             )
     return rows
@@ -255,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         for rnd in range(args.rounds):
             for condition in CONDITIONS if rnd % 2 == 0 else CONDITIONS[::-1]:
                 hpubench_first = (rnd // 2) % 2 == 0
-                scripts = ("plain", AGAIN, GROWN) if condition == "plain" else ("plain", AGAIN)
+                scripts = ("plain", AGAIN, TORCH_ONLY) if condition == "plain" else ("plain", AGAIN)
                 sides = ("hpubench", *scripts) if hpubench_first else (*scripts, "hpubench")
                 for side in sides:
                     if side == "hpubench":
@@ -287,11 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['hpubench_modes']} / {r['plain_modes']}; "
             f"threads {r['threads']}; A/A {r['aa_ratio']:.3f} ({ar[0]:.3f}-{ar[1]:.3f}): {r['verdict']}"
         )
-        if r["ratio_grown"] is not None:
-            gr = r["grown_range"]
+        if r["ratio_torch_only"] is not None:
+            tr = r["torch_only_range"]
             print(
-                f"{'':20} against the same script importing {GROWN_IMPORTS} first: "
-                f"{r['ratio_grown']:.3f} ({gr[0]:.3f}-{gr[1]:.3f})"
+                f"{'':20} against the same script importing torch alone (short of the interned-string "
+                f"table's resize): {r['ratio_torch_only']:.3f} ({tr[0]:.3f}-{tr[1]:.3f})"
             )
     if args.json:
         runs = {"|".join(k): v for k, v in results.items()}

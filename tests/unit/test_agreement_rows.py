@@ -1,0 +1,52 @@
+"""``benchmarks/agreement.py``'s rows: the ratio is taken against its plain script (importing pandas, the kind
+of script a plain cell stands for), the A/A against that script's second run, and under plain the torch-only
+script's ratio sits beside it without deciding the verdict."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import agreement  # noqa: E402
+
+
+def _runs(*speeds: float) -> list[dict[str, Any]]:
+    return [{"samples_per_s": s, "faults": 0.0, "threads": 1} for s in speeds]
+
+
+def test_the_verdict_is_against_the_plain_script_and_the_torch_only_ratio_is_beside_it() -> None:
+    results = {
+        ("resnet", "tuned", "hpubench"): _runs(100, 101, 99),
+        ("resnet", "tuned", "plain"): _runs(100, 100, 100),
+        ("resnet", "tuned", agreement.AGAIN): _runs(100, 99, 101),
+        ("resnet", "plain", "hpubench"): _runs(110, 111, 109),
+        ("resnet", "plain", "plain"): _runs(110, 110, 110),
+        ("resnet", "plain", agreement.AGAIN): _runs(110, 111, 109),
+        ("resnet", "plain", agreement.TORCH_ONLY): _runs(100, 100, 100),
+    }
+    tuned, plain = agreement.summarise(results, ["resnet"])
+    assert tuned["condition"] == "tuned" and tuned["ratio_torch_only"] is None
+    assert plain["ratio"] == 1.0 and plain["verdict"] == "in band"
+    assert plain["ratio_torch_only"] == 1.1 and plain["torch_only_range"] == [1.09, 1.11]
+    assert plain["aa_range"] == [109 / 110, 111 / 110]
+
+
+def test_every_plain_script_but_the_torch_only_one_imports_pandas(monkeypatch) -> None:
+    commands: list[list[str]] = []
+
+    class Done:
+        stdout = '{"samples_per_s": 1.0, "minor_faults_per_step": 0.0, "torch_threads": 1}\n'
+
+    def run(cmd: list[str], **kw: Any) -> Done:
+        commands.append(cmd)
+        return Done()
+
+    monkeypatch.setattr(agreement.subprocess, "run", run)
+    for condition, side in (("tuned", "plain"), ("plain", agreement.AGAIN), ("plain", agreement.TORCH_ONLY)):
+        assert agreement.run_plain("mlp", condition, side)["samples_per_s"] == 1.0
+    imports = [cmd[cmd.index("--import") + 1] if "--import" in cmd else None for cmd in commands]
+    assert imports == ["pandas", "pandas", None]
