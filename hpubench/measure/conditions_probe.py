@@ -23,6 +23,7 @@ from typing import Any
 import psutil
 import torch
 
+from hpubench.measure.children import has_children
 from hpubench.measure.conditions import (
     HostSample,
     Interference,
@@ -80,9 +81,13 @@ def apply_plan(plan: ThreadPlan) -> str:
 
 
 def tree(root_pid: int) -> list[psutil.Process]:
-    """``root_pid`` and all its descendants (empty when it has ended)."""
+    """``root_pid`` and all its descendants (empty when it has ended). This process with no child is the
+    whole tree, known without scanning /proc (``has_children``): the meter samples right before the first
+    measured step, which the scan would slow."""
     try:
         root = psutil.Process(root_pid)
+        if root_pid == os.getpid() and not has_children():
+            return [root]
         return [root, *root.children(recursive=True)]
     except psutil.Error:
         return []

@@ -24,6 +24,8 @@ from collections.abc import Collection
 
 import psutil
 
+from hpubench.measure.children import has_children
+
 TOKEN_ENV = "HPUBENCH_LAUNCH_TOKEN"
 PR_SET_CHILD_SUBREAPER = 36
 REAP_ROUNDS = 20  # a tree that keeps forking while it is killed is re-read this many times at most
@@ -45,18 +47,6 @@ def _kill_all(procs: list[psutil.Process]) -> None:
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.kill()  # psutil checks the process is still the one it listed: no pid-reuse accident
-
-
-def has_children() -> bool:
-    """Whether any process (alive or a zombie) is this one's child; one syscall, no /proc scan.
-
-    Every descendant hangs below some child, so no child means nothing below at all.
-    """
-    try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return False
-    return True
 
 
 def reap_adopted() -> list[int]:

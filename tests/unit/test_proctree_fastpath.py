@@ -1,8 +1,10 @@
-"""hpubench.run.proctree.reap_adopted after every cell: nothing to scan when nothing is left below.
+"""Nothing to scan when nothing is below: hpubench.run.proctree.reap_adopted after every cell, and the
+interference meter's list of the cell's own processes right before the first measured step.
 
-The zygote calls it once per cell. Listing descendants reads every process of the machine from /proc
-(about 0.5 ms on a quiet machine, 4 ms with a loaded one), which showed in the per-cell fixed cost;
-a process with no child at all has no descendant, and one syscall says so.
+The zygote calls ``reap_adopted`` once per cell. Listing descendants reads every process of the machine from
+/proc (about 0.5 ms on a quiet machine, 4 ms with a loaded one), which showed in the per-cell fixed cost and,
+done by the meter, in the first measured steps; a process with no child at all has no descendant, and one
+syscall says so.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 
 import psutil
 
+from hpubench.measure import conditions_probe
 from hpubench.run import proctree
 
 
@@ -38,6 +41,31 @@ def test_no_children_means_no_process_scan() -> None:
 
         psutil.Process.children = scan  # type: ignore[method-assign]
         return 0 if proctree.reap_adopted() == [] else 1
+
+    assert _in_fork(body) == 0
+
+
+def test_the_meters_tree_of_a_childless_cell_is_itself_without_a_scan() -> None:
+    def body() -> int:
+        def scan(*_a: object, **_k: object) -> list[psutil.Process]:
+            raise AssertionError("scanned /proc although this process has no child")
+
+        psutil.Process.children = scan  # type: ignore[method-assign]
+        return 0 if [p.pid for p in conditions_probe.tree(os.getpid())] == [os.getpid()] else 1
+
+    assert _in_fork(body) == 0
+
+
+def test_the_meters_tree_still_lists_a_child_and_another_root() -> None:
+    def body() -> int:
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            mine = [p.pid for p in conditions_probe.tree(os.getpid())]
+            other = [p.pid for p in conditions_probe.tree(os.getppid())]  # not this process: scanned
+        finally:
+            proc.kill()
+            proc.wait()
+        return 0 if mine == [os.getpid(), proc.pid] and os.getpid() in other else 1
 
     assert _in_fork(body) == 0
 
