@@ -47,8 +47,9 @@ compiler:
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq g++; }
 
+# The 15 slowest tests are listed at the end: where the suite's time goes, run after run (CI's budget).
 test: install hf lightning browser compiler
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 # The edit loop: unit, contract, bad-input and golden tests, without the slow-marked ones (real training in
 # subprocesses) and without installing (an installed dev environment is assumed; only the C++ compiler the HPU
