@@ -12,13 +12,13 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    verdict, the share of measured cells given it; the bar: every non-``ok`` verdict on at most 5% of them.
    The first reason of each non-ok cell is listed, and the run-queue wait share and /proc/stat share of
    every cell summarised (what the quiet machine reads). After each round, every cell on one node and one or
-   two devices is shadowed by the plain training loop of the same work (``plainloop.py``, a fresh process
-   importing pandas and nothing of hpubench's harness, ``agreement.py``'s plain script: the cell's precision
-   written with torch alone, ``torch.compile``
-   for a compile cell, the plain DDP script under torchrun for two ranks), with the cell's own warm-up and
-   measured step counts, under the cell's condition (tuned: the tuned settings through the environment and
-   the cell's threads; plain: the process's own). Its step times go
-   through the same halves test: the share of plain windows called ``unstable`` is the host's own rate,
+   two devices is shadowed by the plain training loop of the same work (``plainloop.py``, ``agreement.py``'s
+   plain script: a fresh process importing pandas and nothing of hpubench's harness, with the cell's
+   precision written in torch alone, ``torch.compile`` for a compile cell, the plain DDP script under
+   torchrun for two ranks), with the cell's own warm-up and measured step counts, under the cell's
+   condition (tuned: the tuned settings through the environment and the cell's threads; plain: the
+   process's own). Its step times go through the same halves test: the share of plain windows called
+   ``unstable`` is the host's own rate,
    beside the cells'. Cells whose own busy threads outnumber their CPUs (the 2-rank cell on a 2-core host)
    are counted apart as well: they take turns on their CPUs, which moves their speed on a quiet host too.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
@@ -96,9 +96,9 @@ def is_plain(record: dict[str, Any]) -> bool:
 def shadow_command(record: dict[str, Any]) -> tuple[list[str], dict[str, str]] | None:
     """The plain loop of ``record``'s work and its environment, or None for a cell it does not shadow: the
     cell's precision and mode, warm-up and measured step counts, and its threads per rank under the tuned
-    condition; under the plain condition, the plain environment. The script imports pandas, as
-    ``agreement.py``'s does: a plain cell's own process is past the import-history point such a script
-    passes."""
+    condition; under the plain condition, the plain environment. In both conditions the script imports
+    pandas, as ``agreement.py``'s does; under plain that matters, since a plain cell's own process is past
+    the import-history point such a script passes."""
     cell = record["cell"]
     if cell.get("nodes") != 1 or cell.get("devices") not in SHADOWED_DEVICES:
         return None

@@ -1,8 +1,9 @@
 """Whether this process has a child, in one system call.
 
-Listing a process's descendants through psutil reads every process of the machine from /proc: milliseconds
-on a busy host, and just before a measured step it leaves the caches that step runs from cold. The common
-answer (no child at all) needs none of it.
+Listing a process's descendants through psutil reads every process of the machine from /proc (milliseconds
+on a busy host), once per cell in the fork server and twice per cell in the interference meter. The common
+answer (no child at all) needs none of it. Children made by ``clone`` with an exit signal other than SIGCHLD
+are not seen (fork, subprocess and multiprocessing all use SIGCHLD).
 """
 
 from __future__ import annotations

@@ -82,8 +82,8 @@ def apply_plan(plan: ThreadPlan) -> str:
 
 def tree(root_pid: int) -> list[psutil.Process]:
     """``root_pid`` and all its descendants (empty when it has ended). This process with no child is the
-    whole tree, known without scanning /proc (``has_children``): the meter samples right before the first
-    measured step, which the scan would slow."""
+    whole tree, known without scanning every process of the machine (``has_children``); another root (a
+    distributed cell's agent) is always scanned."""
     try:
         root = psutil.Process(root_pid)
         if root_pid == os.getpid() and not has_children():

@@ -114,6 +114,7 @@ def test_each_one_node_cell_on_one_or_two_devices_is_shadowed_with_its_own_work(
     loop, env = command()
     assert loop[1:7] == ["mlp", "tiny", "64", "3", "12", "--step-times"] and "--compile" not in loop
     assert loop[loop.index("--precision") + 1] == "32-true" and loop[loop.index("--import") + 1] == "pandas"
+    assert loop.count("--import") == 1
     assert env["MALLOC_MMAP_THRESHOLD_"] and env["OMP_NUM_THREADS"] == "1"  # tuned: the cell's threads
     for precision in ("bf16-mixed", "16-mixed", "bf16-true"):
         loop, _ = command(precision=precision)
@@ -122,6 +123,7 @@ def test_each_one_node_cell_on_one_or_two_devices_is_shadowed_with_its_own_work(
     assert command(devices=2)[0][:2] == ["-m", "torch.distributed.run"]  # the plain DDP script
     loop, env = command(plain=True)
     assert loop[loop.index("--import") + 1] == "pandas"  # the same script as agreement.py's, both conditions
+    assert loop.count("--import") == 1
     assert not any(k.startswith("MALLOC_") or k == "OMP_NUM_THREADS" for k in env)  # the process's own
     for unshadowed in (
         {"devices": 4},

@@ -56,16 +56,24 @@ def test_the_meters_tree_of_a_childless_cell_is_itself_without_a_scan() -> None:
     assert _in_fork(body) == 0
 
 
-def test_the_meters_tree_still_lists_a_child_and_another_root() -> None:
+def test_the_meters_tree_of_another_root_is_scanned_though_this_process_has_no_child() -> None:
+    def body() -> int:  # a rank of a distributed cell: its root is the agent above it
+        return 0 if os.getpid() in [p.pid for p in conditions_probe.tree(os.getppid())] else 1
+
+    assert _in_fork(body) == 0
+
+
+def test_the_meters_tree_still_lists_a_live_child_and_a_zombie() -> None:
     def body() -> int:
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
-            mine = [p.pid for p in conditions_probe.tree(os.getpid())]
-            other = [p.pid for p in conditions_probe.tree(os.getppid())]  # not this process: scanned
+            live = [p.pid for p in conditions_probe.tree(os.getpid())]
         finally:
             proc.kill()
-            proc.wait()
-        return 0 if mine == [os.getpid(), proc.pid] and os.getpid() in other else 1
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, still a zombie
+        zombie = [p.pid for p in conditions_probe.tree(os.getpid())]
+        proc.wait()
+        return 0 if live == zombie == [os.getpid(), proc.pid] else 1
 
     assert _in_fork(body) == 0
 
