@@ -18,9 +18,9 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    torchrun for two ranks), with the cell's own warm-up and measured step counts, under the cell's
    condition (tuned: the tuned settings through the environment and the cell's threads; plain: the
    process's own). Its step times go through the same halves test: the share of plain windows called
-   ``unstable`` is the host's own rate,
-   beside the cells'. Cells whose own busy threads outnumber their CPUs (the 2-rank cell on a 2-core host)
-   are counted apart as well: they take turns on their CPUs, which moves their speed on a quiet host too.
+   ``unstable`` is the host's own rate, beside the cells'. Cells whose own busy threads outnumber their CPUs
+   (the 2-rank cell on a 2-core host) are counted apart as well: they take turns on their CPUs, which moves
+   their speed on a quiet host too.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.

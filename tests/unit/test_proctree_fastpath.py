@@ -2,9 +2,9 @@
 interference meter's list of the cell's own processes right before the first measured step.
 
 The zygote calls ``reap_adopted`` once per cell. Listing descendants reads every process of the machine from
-/proc (about 0.5 ms on a quiet machine, 4 ms with a loaded one), which showed in the per-cell fixed cost and,
-done by the meter, in the first measured steps; a process with no child at all has no descendant, and one
-syscall says so.
+/proc (about 0.5 ms on a quiet machine, 4 ms with a loaded one), which showed in the per-cell fixed cost;
+the meter did it twice a cell as well. A process with no child at all has no descendant, and one syscall
+says so.
 """
 
 from __future__ import annotations
