@@ -20,7 +20,9 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    process's own). Its step times go through the same halves test: the share of plain windows called
    ``unstable`` is the host's own rate, beside the cells'. Cells whose own busy threads outnumber their CPUs
    (the 2-rank cell on a 2-core host) are counted apart as well: they take turns on their CPUs, which moves
-   their speed on a quiet host too.
+   their speed on a quiet host too. Beside the shares, each side's median shift between its window's halves
+   and how many of its unstable windows ran faster in their second half: a host that drifts either way
+   gives about as many faster as slower, a window that starts slow gives mostly faster.
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.
@@ -40,6 +42,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,7 @@ import hostspeed  # noqa: E402
 import plainloop  # noqa: E402
 
 from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, crowded_by_itself, findings  # noqa: E402
+from hpubench.analysis.trend import halves_test  # noqa: E402
 from hpubench.plan.cell import Cell  # noqa: E402
 from hpubench.plan.dimensions import PLAIN  # noqa: E402
 from hpubench.run.hostcondition import condition_of  # noqa: E402
@@ -122,9 +126,33 @@ def shadow_command(record: dict[str, Any]) -> tuple[list[str], dict[str, str]] |
     return loop, env
 
 
-def shadow(record: dict[str, Any]) -> bool | None:
-    """Whether the plain loop of ``record``'s work (``shadow_command``), run now, comes out ``unstable`` by
-    the cells' own halves test; None for a cell it does not shadow."""
+@dataclass(frozen=True)
+class Window:
+    """One window's halves test, as the ``unstable`` verdict reads it: whether it came out ``unstable``,
+    and its signed shift (second half's median step over the first's, minus 1; below 0: faster)."""
+
+    unstable: bool
+    shift: float
+
+
+@dataclass(frozen=True)
+class Shadowed:
+    """A shadowed cell's window beside its plain loop's, for ``host_unstable``."""
+
+    devices: int
+    cell: Window
+    plain: Window
+
+
+def window(step_times_s: Sequence[float]) -> Window:
+    """The halves test of one window (a cell's or a plain loop's step times)."""
+    unstable = any(f.verdict == UNSTABLE for f in findings(step_times_s))
+    return Window(unstable, halves_test(step_times_s).shift if len(step_times_s) >= 2 else 0.0)
+
+
+def shadow(record: dict[str, Any]) -> Window | None:
+    """The halves test of the plain loop of ``record``'s work (``shadow_command``), run now, by the cells'
+    own test; None for a cell it does not shadow."""
     command = shadow_command(record)
     if command is None:
         return None
@@ -133,13 +161,13 @@ def shadow(record: dict[str, Any]) -> bool | None:
     if out.returncode != 0:
         raise RuntimeError(f"the plain loop failed ({out.returncode}): {out.stderr[-2000:]}")
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
-    return any(f.verdict == UNSTABLE for f in findings(json.loads(line)["step_times_s"]))
+    return window(json.loads(line)["step_times_s"])
 
 
 def quiet(rounds: int) -> dict[str, Any]:
     print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each cell shadowed by a plain loop of its work")
     cells: list[dict[str, Any]] = []
-    shadows: list[tuple[int, bool, bool]] = []  # (devices, the cell unstable, its plain loop unstable)
+    shadows: list[Shadowed] = []
     for i in range(rounds):
         t0 = time.monotonic()
         got = judged(run_cli(["--matrix", "smoke"]))
@@ -148,7 +176,8 @@ def quiet(rounds: int) -> dict[str, Any]:
         for r in got:
             plain = shadow(r)
             if plain is not None:
-                shadows.append((r["cell"]["devices"], r["quality"] == UNSTABLE, plain))
+                cell = Window(r["quality"] == UNSTABLE, halves_test(r["step_times_s"]).shift)
+                shadows.append(Shadowed(r["cell"]["devices"], cell, plain))
         print(
             f"  round {i + 1}: {len(got)} judged cells, {dict(bad) or 'all ok'} "
             f"({time.monotonic() - t0:.0f} s)"
@@ -205,15 +234,18 @@ def self_crowded(record: dict[str, Any]) -> bool:
     return crowded_by_itself(record["runtime"]) is not None
 
 
-def host_unstable(shadows: Sequence[tuple[int, bool, bool]]) -> dict[str, dict[str, int]]:
+def host_unstable(shadows: Sequence[Shadowed]) -> dict[str, dict[str, Any]]:
     """Print, per device count, the shadowed cells' unstable share beside their plain loops' (the one-device
-    loops' share is the host's own rate); return the counts, keyed by the device count."""
+    loops' share is the host's own rate), then the windows' signed shifts: the median shift, and how many
+    of the unstable ones ran faster in their second half. A host that drifts either way gives about as
+    many of each; a window whose start is slow gives mostly faster. Returns the figures per device count."""
     if not shadows:
         print("  no cell shadowed by a plain loop")
-    out: dict[str, dict[str, int]] = {}
-    for devices in sorted({d for d, _, _ in shadows}):
-        pairs = [(c, p) for d, c, p in shadows if d == devices]
-        n, cell, plain = len(pairs), sum(c for c, _ in pairs), sum(p for _, p in pairs)
+    out: dict[str, dict[str, Any]] = {}
+    for devices in sorted({s.devices for s in shadows}):
+        same = [s for s in shadows if s.devices == devices]
+        cells, plains = [s.cell for s in same], [s.plain for s in same]
+        n, cell, plain = len(same), sum(w.unstable for w in cells), sum(w.unstable for w in plains)
         what, loop = (
             ("one-device", "loops") if devices == 1 else (f"{devices}-rank", "DDP scripts (torchrun)")
         )
@@ -222,8 +254,26 @@ def host_unstable(shadows: Sequence[tuple[int, bool, bool]]) -> dict[str, dict[s
             f"of the same work, step counts and threads, no hpubench: {plain} of {n} ({plain / n:.1%})"
             + (", the host's own rate" if devices == 1 else "")
         )
-        out[str(devices)] = {"cells": n, "cell_unstable": cell, "plain_unstable": plain}
+        figures = {"cell": halves(cells), "plain": halves(plains)}
+        print(
+            "    second half against first (median shift; unstable ones faster of all): "
+            + "; ".join(
+                f"{who} {f['median_shift']:+.2%} ({f['unstable_faster']} of {f['unstable']})"
+                for who, f in figures.items()
+            )
+        )
+        out[str(devices)] = {"cells": n, "cell_unstable": cell, "plain_unstable": plain, "halves": figures}
     return out
+
+
+def halves(windows: Sequence[Window]) -> dict[str, Any]:
+    """The median signed shift of ``windows``, and how many of the unstable ones ran faster."""
+    bad = [w for w in windows if w.unstable]
+    return {
+        "median_shift": statistics.median(w.shift for w in windows),
+        "unstable": len(bad),
+        "unstable_faster": sum(w.shift < 0 for w in bad),
+    }
 
 
 def hogs(cells: int) -> dict[str, Any]:

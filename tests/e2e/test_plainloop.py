@@ -41,6 +41,7 @@ def _verdict_rates() -> ModuleType:
     spec = importlib.util.spec_from_file_location("verdict_rates", ROOT / "benchmarks" / "verdict_rates.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -164,16 +165,44 @@ def test_the_host_rate_is_the_plain_loops_share_with_the_two_rank_cell_apart(cap
     vr = _verdict_rates()
     assert vr.host_unstable([]) == {}
     assert "no cell shadowed" in capsys.readouterr().out
+    w = vr.Window
+
+    def pair(devices: int, cell: tuple[bool, float], plain: tuple[bool, float]) -> Any:
+        return vr.Shadowed(devices, w(*cell), w(*plain))
+
     got = vr.host_unstable(
-        [(1, True, False), (1, False, False), (1, False, True), (1, True, True), (2, True, False)]
+        [
+            pair(1, (True, -0.05), (False, 0.001)),
+            pair(1, (False, -0.01), (False, -0.002)),
+            pair(1, (False, 0.002), (True, 0.04)),
+            pair(1, (True, -0.04), (True, -0.06)),
+            pair(2, (True, 0.08), (False, 0.0)),
+        ]
     )
-    assert got == {
+    assert {k: {f: v[f] for f in ("cells", "cell_unstable", "plain_unstable")} for k, v in got.items()} == {
         "1": {"cells": 4, "cell_unstable": 2, "plain_unstable": 2},
         "2": {"cells": 1, "cell_unstable": 1, "plain_unstable": 0},
     }
-    one, two = capsys.readouterr().out.splitlines()
+    # the median shift of each side, and which way its unstable windows went
+    assert got["1"]["halves"] == {
+        "cell": {"median_shift": pytest.approx(-0.025), "unstable": 2, "unstable_faster": 2},
+        "plain": {"median_shift": pytest.approx(-0.0005), "unstable": 2, "unstable_faster": 1},
+    }
+    two_cell = {"median_shift": pytest.approx(0.08), "unstable": 1, "unstable_faster": 0}
+    assert got["2"]["halves"]["cell"] == two_cell
+    one, one_halves, two, _ = capsys.readouterr().out.splitlines()
     assert "one-device" in one and "unstable 2 of 4 (50.0%)" in one and "no hpubench: 2 of 4 (50.0%)" in one
+    assert "cell -2.50% (2 of 2); plain -0.05% (1 of 2)" in one_halves
     assert "2-rank" in two and "torchrun" in two and "unstable 1 of 1 (100.0%)" in two and ": 0 of 1" in two
+
+
+def test_a_windows_shift_is_its_second_half_against_its_first() -> None:
+    vr = _verdict_rates()
+    slow_start = [1.2] * 10 + [1.0] * 40 + [1.0] * 50
+    got = vr.window(slow_start)
+    assert got == vr.Window(False, 0.0)  # medians: ten slow steps are a minority of their half
+    drift = [1.0] * 50 + [0.9] * 50
+    assert vr.window(drift) == vr.Window(True, pytest.approx(-0.1))
 
 
 def test_cells_crowded_by_their_own_threads_are_counted_apart() -> None:
