@@ -166,12 +166,21 @@ class InterferenceMeter:
         self._faults: tuple[int, int] | None = None
         self.page_faults: dict[str, int] | None = None
 
-    def start(self) -> None:
-        self._faults = _own_faults()
+    def open_window(self) -> None:
+        """The first /proc sample, before the warm-up's lead-in step: the slow part of the meter, kept out
+        of the step right before the window (``hpubench.measure.steps``). Its shares then span that step
+        too, which is the cell's own work."""
         try:
             self._start = read_sample(self.root_pid)
         except OSError as exc:
             self.error = f"{type(exc).__name__}: {exc}"
+
+    def start(self) -> None:
+        """The page-fault count at the window's exact start (a ``getrusage`` call, which costs nothing
+        measurable to the next step); opens the /proc window too where :meth:`open_window` was not called."""
+        if self._start is None and self.error is None:
+            self.open_window()
+        self._faults = _own_faults()
 
     def stop(self) -> None:
         if self._faults is not None and self.page_faults is None:
@@ -204,8 +213,15 @@ class InterferenceMeter:
         return {**out, "run_queue_wait": self.run_queue.fraction, "run_queue_detail": self.run_queue.detail()}
 
     def hooks(self, hooks: Mapping[str, Callable[..., None]]) -> dict[str, Callable[..., None]]:
-        """``measure_steps`` hooks with this meter's samples innermost around the measured steps."""
+        """``measure_steps`` hooks with this meter's samples innermost around the measured steps, its /proc
+        window opened before the warm-up's lead-in step."""
         before, after = hooks.get("on_measured_start"), hooks.get("on_measured_end")
+        opened = hooks.get("on_window_open")
+
+        def on_open() -> None:
+            if opened is not None:
+                opened()
+            self.open_window()
 
         def on_start() -> None:
             if before is not None:
@@ -217,7 +233,12 @@ class InterferenceMeter:
             if after is not None:
                 after()
 
-        return {**hooks, "on_measured_start": on_start, "on_measured_end": on_end}
+        return {
+            **hooks,
+            "on_window_open": on_open,
+            "on_measured_start": on_start,
+            "on_measured_end": on_end,
+        }
 
 
 def _own_faults() -> tuple[int, int]:

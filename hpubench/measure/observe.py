@@ -69,11 +69,13 @@ class Observation:
         hooks: dict[str, Callable[..., None]] = {}
         if self.timeline.enabled:
             hooks["on_step"] = self.timeline.on_step
-        starts, ends = [self.compiles.start], [self.compiles.stop]
+        # The compile count opens before the warm-up's lead-in step (hpubench.measure.steps): the warm-up
+        # rule had stopped by then, so a compile in that step means the compiler was not done.
+        hooks["on_window_open"] = self.compiles.start
+        ends = [self.compiles.stop]
         if self.monitor is not None:
-            starts.append(self.monitor.start)
+            hooks["on_measured_start"] = self.monitor.start
             ends.insert(0, self.monitor.stop)
-        hooks["on_measured_start"] = _chain(starts)
         hooks["on_measured_end"] = _chain(ends)
         return hooks
 

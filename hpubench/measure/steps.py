@@ -16,6 +16,13 @@ the next step, as this loop once did, doubled hf:gpt2 tiny's page faults a step 
 written plainly, under the untuned heap (docs/measurements.md). The clock keeps a host float (HostClock:
 ``.item()`` after the sync) or a detached tensor (EventClock), never the step's graph. A warm-up step's
 loss is dropped at once: its time includes a sync and it stands alone.
+
+The warm-up ends with a lead-in step (``LEAD_IN_STEPS``), run after the warm-up rule is done and after
+the slow bookkeeping between warm-up and window (the caller's ``on_warmup_done``, the interference meter's
+first sample in ``on_window_open``): a pause of about a millisecond before a step (/proc reads, a sleep, a
+file write) leaves the next few steps slower on a CPU, and the window would otherwise begin with them
+(docs/measurements.md). The compile count opens before the lead-in too, since the rule had stopped by
+then; the observers whose first reading is cheap (page faults, telemetry) start right before the window.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import torch
 
 from hpubench.measure.clocks import HostClock, StepClock
 from hpubench.measure.stopping import StopCondition, fixed_steps
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ def measure_steps(
     warmup_steps: int,
     steps: int | StopCondition,
     on_warmup_done: Callable[[], None] | None = None,
+    on_window_open: Callable[[], None] | None = None,
     on_step: Callable[[str, int], None] | None = None,
     on_measured_start: Callable[[], None] | None = None,
     on_measured_end: Callable[[], None] | None = None,
@@ -67,8 +76,11 @@ def measure_steps(
 
     ``on_step(phase, index)`` follows each step once its time is taken ("warmup" or "measured"; memory
     sampling); ``on_measured_start``/``on_measured_end`` bracket the measured steps exactly, after the
-    device is synchronised (telemetry). ``on_step_time(phase, index, seconds, loss)`` gets each step's
-    time as it is taken (the step feed: ``hpubench.run.stepfeed``). ``compiles()`` returns the compile
+    device is synchronised (telemetry). Once the warm-up rule is done: ``on_warmup_done`` (the caller's
+    bookkeeping), ``on_window_open`` (observers whose first reading is slow, the interference meter's
+    /proc reads, or whose count must include the next step: compilations), then the lead-in step.
+    ``on_step_time(phase, index, seconds, loss)`` gets each step's time as it is taken (the step feed:
+    ``hpubench.run.stepfeed``). ``compiles()`` returns the compile
     events since its previous call (``hpubench.measure.compilecount.CompileProgress``), read before the
     warm-up and after each warm-up step, outside its timed bracket. ``more_warmup(warmup_times,
     compiles_per_step)``, asked after the planned warm-up steps and again after each batch it adds, returns
@@ -78,15 +90,11 @@ def measure_steps(
     ``clock`` times the measured steps (default: ``HostClock(synchronize)``; a clock that reads late: the
     module docstring).
     """
-    warmup, launched, compiled, loss_first = _warm_up(
-        step,
-        batches,
-        synchronize,
-        warmup_steps,
-        (on_step, on_step_time, on_warmup_done),
-        more_warmup,
-        compiles,
+    edges = (on_warmup_done, on_window_open)
+    warmed = _warm_up(
+        step, batches, synchronize, warmup_steps, (on_step, on_step_time), edges, more_warmup, compiles
     )
+    warmup, launched, compiled, loss_first = warmed
     stop, count, clock = _measured_setup(steps, clock, synchronize)
     clock.warmed(launched, warmup)
     measured: list[float] = []
@@ -127,54 +135,69 @@ def measure_steps(
     return StepTimes(tuple(warmup), tuple(measured), loss_first, losses[-1], reason, tuple(compiled))
 
 
+WarmUp = tuple[list[float], list[float], list[int], float]
+StepHooks = tuple[Callable[[str, int], None] | None, Callable[[str, int, float, float], None] | None]
+
+
 def _warm_up(
     step: Callable[[tuple[torch.Tensor, ...]], torch.Tensor],
     batches: Sequence[tuple[torch.Tensor, ...]],
     synchronize: Callable[[], None],
     warmup_steps: int,
-    hooks: tuple[
-        Callable[[str, int], None] | None,
-        Callable[[str, int, float, float], None] | None,
-        Callable[[], None] | None,
-    ],
+    hooks: StepHooks,
+    edges: tuple[Callable[[], None] | None, Callable[[], None] | None],
     more_warmup: Callable[[Sequence[float], Sequence[int]], int] | None,
     compiles: Callable[[], int] | None,
-) -> tuple[list[float], list[float], list[int], float]:
-    """(warm-up step times, the host's launch time of each, compile events per warm-up step, first loss).
-    Each warm-up step is bracketed by syncs, so its time is its own (the first one includes compilation),
-    and the time until the step returned, before its sync, is its launch; ``hooks`` are ``on_step``,
-    ``on_step_time`` and ``on_warmup_done``; ``more_warmup`` may extend the phase, as ``measure_steps`` says.
-    """
-    on_step, on_step_time, on_warmup_done = hooks
-    warmup: list[float] = []
-    launched: list[float] = []
-    compiled: list[int] = []
+) -> WarmUp:
+    """(warm-up step times, the host's launch time of each, compile events per warm-up step, first loss):
+    the steps the warm-up rule decides (``more_warmup`` may extend the phase, as ``measure_steps`` says),
+    then ``on_warmup_done``, ``on_window_open`` (``edges``) and the lead-in step (module docstring).
+    ``hooks``: ``on_step`` and ``on_step_time``."""
+    warmed: WarmUp = ([], [], [], math.nan)
     if compiles is not None:
         compiles()  # the baseline: what compiled before the warm-up is not the first step's
     synchronize()
     planned = warmup_steps
-    i = 0
-    while i < planned:
-        t0 = time.perf_counter()
-        loss = step(batches[i % len(batches)])
-        launched.append(time.perf_counter() - t0)
-        synchronize()
-        warmup.append(time.perf_counter() - t0)
-        value = loss.item()
-        del loss  # a warm-up step stands alone (module docstring)
-        compiled.append(compiles() if compiles is not None else 0)
-        if i == 0:
-            loss_first = value
-        if on_step is not None:
-            on_step("warmup", i)
-        if on_step_time is not None:
-            on_step_time("warmup", i, warmup[-1], value)
-        i += 1
-        if i == planned and i >= warmup_steps and more_warmup is not None:
-            planned += more_warmup(warmup, compiled)  # asked again after the added steps, until it says 0
-    if on_warmup_done is not None:
-        on_warmup_done()
-    return warmup, launched, compiled, loss_first
+    while len(warmed[0]) < planned:
+        warmed = _warm_step(step, batches, synchronize, hooks, compiles, warmed)
+        done = len(warmed[0])
+        if done == planned and done >= warmup_steps and more_warmup is not None:
+            planned += more_warmup(warmed[0], warmed[2])  # asked again after the added steps, until it says 0
+    on_warmup_done, on_window_open = edges
+    for hook in (on_warmup_done, on_window_open):
+        if hook is not None:
+            hook()
+    for _ in range(LEAD_IN_STEPS):
+        warmed = _warm_step(step, batches, synchronize, hooks, compiles, warmed)
+    return warmed
+
+
+def _warm_step(
+    step: Callable[[tuple[torch.Tensor, ...]], torch.Tensor],
+    batches: Sequence[tuple[torch.Tensor, ...]],
+    synchronize: Callable[[], None],
+    hooks: StepHooks,
+    compiles: Callable[[], int] | None,
+    warmed: WarmUp,
+) -> WarmUp:
+    """One warm-up step, appended to ``warmed``: bracketed by syncs, so its time is its own (the first one
+    includes compilation), and the time until the step returned, before its sync, is its launch."""
+    warmup, launched, compiled, loss_first = warmed
+    on_step, on_step_time = hooks
+    i = len(warmup)
+    t0 = time.perf_counter()
+    loss = step(batches[i % len(batches)])
+    launched.append(time.perf_counter() - t0)
+    synchronize()
+    warmup.append(time.perf_counter() - t0)
+    value = loss.item()
+    del loss  # a warm-up step stands alone (module docstring)
+    compiled.append(compiles() if compiles is not None else 0)
+    if on_step is not None:
+        on_step("warmup", i)
+    if on_step_time is not None:
+        on_step_time("warmup", i, warmup[-1], value)
+    return warmup, launched, compiled, value if i == 0 else loss_first
 
 
 def _measured_setup(

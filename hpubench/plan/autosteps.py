@@ -164,6 +164,11 @@ def compiled_warmup(warmup_steps: int, compiles: bool) -> int:
     return max(warmup_steps, 2) if compiles else warmup_steps
 
 
+LEAD_IN_STEPS = 1
+"""Warm-up steps run after the rule has said it is done (``hpubench.measure.steps``): the lead-in, which
+follows the slow first sample of the interference meter, so that the pause lands on a warm-up step."""
+
+
 class WarmupRule:
     """``measure_steps``' ``more_warmup``: asked after the planned warm-up and again after each batch it
     adds, with the step times and the compile events of each step so far (:func:`decide_warmup`).
@@ -195,12 +200,17 @@ class WarmupRule:
         self.timed = self.timed or ask.time_more > 0
         return self.decision.more
 
-    def facts(self, warmup_s: Sequence[float], compiled: Sequence[int]) -> tuple[tuple[str, Any], ...]:
+    def facts(
+        self, warmup_s: Sequence[float], compiled: Sequence[int], lead_in: int = 0
+    ) -> tuple[tuple[str, Any], ...]:
         """Runtime facts: how long the warm-up ran and why it stopped (``warmup_stop``, ``warmup_extended``
-        where it ran past its planned steps, ``warmup_compiles``); none where it was never asked."""
+        where it ran past its planned steps, ``warmup_compiles``); none where it was never asked.
+        ``warmup_s`` and ``compiled`` end with ``lead_in`` steps the rule did not decide (``measure_steps``
+        runs :data:`LEAD_IN_STEPS`; an observed training loop, none)."""
         if self.decision is None or self.last is None:
             return ()
-        n, extra = len(warmup_s), max(0, len(warmup_s) - self.planned)
+        n = len(warmup_s) - lead_in  # the steps the rule decided
+        extra = max(0, n - self.planned)
         stop = self.decision.stop or STOP_PLANNED
         timed = f"{n} steps, to last {self.min_time_s:g} s after the first"
         why = {
@@ -214,11 +224,12 @@ class WarmupRule:
         }[stop]
         compiling = [i for i, c in enumerate(compiled) if c > 0]
         facts: tuple[tuple[str, Any], ...] = (
-            ("warmup_stop", f"{stop}: {why}"),
+            ("warmup_stop", f"{stop}: {why}" + (f"; then {lead_in} lead-in step" if lead_in else "")),
             (
                 "warmup_compiles",
                 {
-                    "steps": n,
+                    "steps": len(warmup_s),
+                    "lead_in": lead_in,
                     "planned": self.planned,
                     "seconds": float(sum(warmup_s)),
                     "compiles": int(sum(compiled)),

@@ -118,6 +118,12 @@ class StepFeed:
             self._flush(loss)
             self._last_flush = now
 
+    def flush(self) -> None:
+        """Write the buffered steps now: called once the warm-up is done, so the warm-up steps it added past
+        the planned ones are not written from the first measured step's hook, a pause inside the window."""
+        self._flush(None)
+        self._last_flush = self.clock()
+
     def note(self, detail: str) -> None:
         """Text the display shows instead of "step n/N" (e.g. the interval's width under adaptive steps)."""
         self._write({"detail": detail})

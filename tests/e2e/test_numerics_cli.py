@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.plan.autosteps import LEAD_IN_STEPS
+
 PLUGIN = Path(__file__).resolve().parent.parent / "plugins" / "numerics_wrong.py"
 
 
@@ -42,9 +44,11 @@ def test_a_finite_but_wrong_bf16_loss_is_drift_and_the_reference_is_computed_onc
         r = recs[precision]
         assert r["numerics"] == "drift", r["numerics_reasons"]
         assert "relative deviation 0.5" in r["numerics_reasons"][0]
-    # What the verdict was computed from is in the record: 4 steps (1 warm-up + 3), the same reference.
+    # What the verdict was computed from is in the record: 1 warm-up step, the lead-in and 3 measured steps,
+    # against the same reference.
     facts = [r["runtime"]["numerics"] for r in recs.values()]
-    assert all(f["steps_compared"] == 4 and len(f["reference_losses"]) == 8 for f in facts)
+    steps = 1 + LEAD_IN_STEPS + 3
+    assert all(f["steps_compared"] == steps and len(f["reference_losses"]) == 8 for f in facts)
     assert len({f["reference_key"] for f in facts}) == 1
     # Computed once, by one cell (its cost recorded), then read from the run directory by the others.
     assert sorted(f["reference"] for f in facts) == ["cached", "cached", "computed"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.run.launch import Event, Launcher
 from hpubench.run.stepfeed import feed_path
@@ -32,9 +33,9 @@ def _assert_partial(r: CellResult, reason_start: str) -> int:
     n = len(r.step_times_s)
     assert r.runtime["partial"]["steps_done"] == n and r.runtime["partial"]["reason"] == r.reason
     assert all(t >= STEP_S for t in r.step_times_s)  # the steps' own times, each slept STEP_S
-    assert len(r.warmup_times_s) == 2
+    assert len(r.warmup_times_s) == 2 + LEAD_IN_STEPS  # and the lead-in
     m = r.metrics
-    assert m is not None and m.measured_steps == n and m.warmup_steps == 2
+    assert m is not None and m.measured_steps == n and m.warmup_steps == 2 + LEAD_IN_STEPS
     batch = r.cell.batch_size or BATCH
     assert m.samples_per_s == pytest.approx(batch * n / sum(r.step_times_s))
     assert r.runtime["batch_size"] == batch and r.runtime["device_name"]  # facts the child sent early

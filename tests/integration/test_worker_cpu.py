@@ -7,6 +7,7 @@ import pytest
 import workloads
 from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.analysis.quality import OK, VERDICTS, assess_record
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell, flops_key
 from hpubench.run.worker import run_cell
 from workloads.flops import count_step_flops
@@ -22,8 +23,8 @@ def _ok(cell: Cell):
 def test_each_precision_trains_on_cpu(precision):
     r = _ok(Cell("mlp", precision=precision, steps=5, warmup_steps=2))
     m = r.metrics
-    assert len(r.step_times_s) == 5 and len(r.warmup_times_s) == 2
-    assert m.measured_steps == 5 and m.warmup_steps == 2
+    assert len(r.step_times_s) == 5 and len(r.warmup_times_s) == 2 + LEAD_IN_STEPS  # and the lead-in
+    assert m.measured_steps == 5 and m.warmup_steps == 2 + LEAD_IN_STEPS
     assert math.isfinite(m.loss_first) and math.isfinite(m.loss_last)
     assert m.samples_per_s_ci[0] <= m.samples_per_s <= m.samples_per_s_ci[1]
     # throughput is the ratio of totals over the measured steps only

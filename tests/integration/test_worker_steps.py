@@ -10,6 +10,7 @@ import torch
 
 import workloads
 from hpubench.accelerators.cpu import CPUAccelerator
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.cellrun.facts import Stopped, runtime_of
@@ -42,7 +43,7 @@ def test_the_three_steps_make_the_record_and_the_facts_are_merged_once() -> None
     assert names[9:13] == ["batch_size", "precision", "mode_requested", "mode_in_force"]
     assert names[-1] == "setup_s" and len(resolved.batches) == 4
     measured = measure(resolved)
-    assert len(measured.times.measured_s) == 3 and len(measured.times.warmup_s) == 1
+    assert len(measured.times.measured_s) == 3 and len(measured.times.warmup_s) == 1 + LEAD_IN_STEPS
     assert [name for name, _ in measured.facts][-2:] == ["timing", "env_flags"]
     r = record(cell, resolved, measured)
     assert r.status == "ok", r.reason

@@ -1,10 +1,11 @@
 """Test workloads for the steady-state proof (``--workloads-from tests/plugins/shapes.py``).
 
 ``shapeshift`` changes its input shape inside the measured window: the worker makes 4 batches and cycles
-through them, warm-up steps first (3 by default), so the 4th batch, the only long one, is the first
-measured step. Under ``--mode compile`` that step recompiles (a dynamo guard on the sequence length
-fails); on HPU lazy mode it compiles a new graph. ``shapefixed`` is the same model with one shape.
-Batches are counted per process, only real ones (FLOPs are counted on ``meta`` with no generator).
+through them, warm-up steps first (2 in the tests, then the lead-in step, ``hpubench.measure.steps``), so
+the 4th batch, the only long one, is the first measured step. Under ``--mode compile`` that step
+recompiles (a dynamo guard on the sequence length fails); on HPU lazy mode it compiles a new graph.
+``shapefixed`` is the same model with one shape. Batches are counted per process, only real ones (FLOPs
+are counted on ``meta`` with no generator).
 """
 
 from __future__ import annotations

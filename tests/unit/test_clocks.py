@@ -18,6 +18,7 @@ from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.accelerators.cuda.accelerator import CUDAAccelerator
 from hpubench.measure.clocks import LAUNCH_BOUND_SHARE, EventClock, HostClock, launch_share
 from hpubench.measure.steps import measure_steps
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 
 
 class FakeDevice:
@@ -131,12 +132,13 @@ def test_event_clock_fixed_count_is_exact_and_every_step_is_read_once_in_order(
         clock=clock,
     )
     assert clock.stamps is (bound == "launch")
-    assert step.calls == 2 + steps
+    warm = 2 + LEAD_IN_STEPS  # the planned warm-up and the lead-in
+    assert step.calls == warm + steps and len(out.warmup_s) == warm
     assert len(out.measured_s) == steps and all(t >= 0 for t in out.measured_s)
     measured = [f for f in fed if f[0] == "measured"]
     assert [i for _, i, _ in measured] == list(range(steps))
-    assert [loss for _, _, loss in measured] == [float(n) for n in range(3, 3 + steps)]  # each its own
-    assert out.loss_last == float(2 + steps) and out.stop_reason == f"fixed: {steps} steps"
+    assert [loss for _, _, loss in measured] == [float(n) for n in range(warm + 1, warm + 1 + steps)]  # own
+    assert out.loss_last == float(warm + steps) and out.stop_reason == f"fixed: {steps} steps"
 
 
 def test_event_clock_steps_tile_the_window() -> None:
@@ -175,7 +177,7 @@ def test_event_clock_stop_rule_sees_known_steps_in_order_and_the_steps_begun_cou
     step, clock = CountingStep(), _event_clock(trail)
     out = measure_steps(step, [(torch.ones(3),)], BOUNDS[bound], 1, stop, clock=clock)
     assert asked == [1, 2, 3, 4]  # asked once per step, in order, as each one's time became known
-    ahead = step.calls - 1 - 4  # steps begun before the answer was known: they ran, and they count
+    ahead = step.calls - 1 - LEAD_IN_STEPS - 4  # steps begun before the answer was known: they count
     batch = EventClock.STAMP_BATCH if clock.stamps else EventClock.BATCH
     assert 0 < ahead <= batch * (EventClock.IN_FLIGHT + 1)  # the most it may run ahead
     assert len(out.measured_s) == 4 + ahead and out.stop_reason == "enough"
@@ -238,10 +240,11 @@ def test_event_clock_copies_a_replayed_loss_only_when_told(copy_loss: bool, boun
         on_step_time=lambda phase, i, s, loss: fed.append(loss) if phase == "measured" else None,
         clock=clock,
     )
+    first = 2 + LEAD_IN_STEPS  # after one warm-up step and the lead-in
     if copy_loss:
-        assert fed == [2.0, 3.0, 4.0, 5.0, 6.0]
+        assert fed == [float(n) for n in range(first, first + 5)]
     else:
-        assert fed == [6.0] * 5  # what the copy prevents
+        assert fed == [float(first + 4)] * 5  # what the copy prevents
     if clock.stamps:
         work = "one device operation a step" if copy_loss else "no device operation a step"
         assert work in clock.method
@@ -256,8 +259,9 @@ def test_host_clock_is_the_default_and_syncs_every_step() -> None:
     syncs = []
     step = CountingStep()
     out = measure_steps(step, [(torch.ones(3),)], lambda: syncs.append(1), 1, 5)
-    # one sync per warm-up step, one before the measured phase, one per measured step (HostClock)
-    assert len(syncs) == 1 + 1 + 1 + 5 and len(out.measured_s) == 5
+    # one before the warm-up, one per warm-up step and lead-in, one before the measured phase, one per
+    # measured step (HostClock)
+    assert len(syncs) == 1 + 1 + LEAD_IN_STEPS + 1 + 5 and len(out.measured_s) == 5
 
 
 def test_each_accelerator_names_its_clock() -> None:

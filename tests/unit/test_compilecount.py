@@ -17,6 +17,7 @@ from hpubench.measure.compilecount import (
     window_delta,
 )
 from hpubench.measure.steps import measure_steps
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 
 
 def test_window_delta_takes_the_largest_headline_delta() -> None:
@@ -111,10 +112,11 @@ def test_measure_steps_runs_the_extra_warmup_it_is_told_and_keeps_the_batch_orde
 
     out = measure_steps(step, batches, lambda: None, 2, 4, more_warmup=more)
     assert asked == [2, 5]  # after the planned warm-up, then after the steps it added, until it says 0
-    assert len(out.warmup_s) == 5 and len(out.measured_s) == 4
-    assert seen == [k % 4 for k in range(9)]  # the measured steps continue the batch cycle
+    assert len(out.warmup_s) == 5 + LEAD_IN_STEPS and len(out.measured_s) == 4  # then the lead-in
+    n = 5 + LEAD_IN_STEPS + 4
+    assert seen == [k % 4 for k in range(n)]  # the lead-in and the measured steps continue the batch cycle
     plain = measure_steps(step, batches, lambda: None, 2, 4)
-    assert len(plain.warmup_s) == 2
+    assert len(plain.warmup_s) == 2 + LEAD_IN_STEPS
 
 
 def test_frames_dynamo_skips_without_compiling_are_not_compilations(monkeypatch) -> None:
@@ -164,6 +166,6 @@ def test_measure_steps_hands_the_warmup_rule_each_steps_compiles() -> None:
         return 1 if compiled[-1] else 0
 
     out = measure_steps(step, [(torch.ones(2),)], lambda: None, 2, 3, more_warmup=more, compiles=progress)
-    assert out.warmup_compiles == (1, 1, 1, 1, 0)
+    assert out.warmup_compiles == (1, 1, 1, 1, 0) + (0,) * LEAD_IN_STEPS  # the rule's steps, the lead-in
     assert seen == [[1, 1], [1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1, 0]]
-    assert len(out.warmup_s) == 5 and len(out.measured_s) == 3
+    assert len(out.warmup_s) == 5 + LEAD_IN_STEPS and len(out.measured_s) == 3

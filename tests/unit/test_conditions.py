@@ -6,6 +6,7 @@ import mmap
 import os
 
 import pytest
+import torch
 
 from hpubench.accelerators.cpu import CPUAccelerator
 from hpubench.measure.conditions import (
@@ -18,6 +19,8 @@ from hpubench.measure.conditions import (
     thread_policy,
 )
 from hpubench.measure.conditions_probe import InterferenceMeter, thread_facts
+from hpubench.measure.steps import measure_steps
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell
 
 PROC_STAT = """cpu  900 10 300 5000 20 5 7 3 0 0
@@ -128,7 +131,35 @@ def test_the_meter_brackets_the_measured_steps_inside_the_other_hooks():
     hooks["on_step"]("measured", 0)
     hooks["on_measured_end"]()
     assert calls == ["telemetry start", "meter start", "step", "meter stop", "telemetry stop"]
-    assert set(meter.hooks({})) == {"on_measured_start", "on_measured_end"}
+    assert set(meter.hooks({})) == {"on_window_open", "on_measured_start", "on_measured_end"}
+
+
+def test_the_meters_proc_sample_comes_before_the_lead_in_and_its_fault_count_at_the_window():
+    """Once the warm-up rule is done, its bookkeeping, then the slow /proc sample (once), then the warm-up's
+    lead-in step; the page faults are counted from the window's start."""
+    events: list[str] = []
+    meter = InterferenceMeter(os.getpid())
+    sample, faults = meter.open_window, meter.start
+    meter.open_window = lambda: (events.append("proc sample"), sample())[-1]  # type: ignore[method-assign]
+    meter.start = lambda: (events.append("faults"), faults())[-1]  # type: ignore[method-assign]
+    out = measure_steps(
+        lambda b: b[0].sum(),
+        [(torch.ones(2),)],
+        lambda: None,
+        2,
+        2,
+        on_warmup_done=lambda: events.append("warm-up done"),
+        on_step=lambda phase, i: events.append(f"{phase} {i}"),
+        **meter.hooks({}),
+    )
+    lead_in = [f"warmup {2 + i}" for i in range(LEAD_IN_STEPS)]
+    assert events == [
+        *("warmup 0", "warmup 1", "warm-up done", "proc sample", *lead_in, "faults"),
+        *("measured 0", "measured 1"),
+    ]
+    assert len(out.warmup_s) == 2 + LEAD_IN_STEPS
+    rec = meter.record()
+    assert "page_faults_measured" in rec and ("interference" in rec or "interference_error" in rec)
 
 
 def test_a_meter_that_never_started_records_nothing():

@@ -22,7 +22,7 @@ from hpubench.measure.observe import Observation
 from hpubench.measure.ranks import RankSample, merge_ranks
 from hpubench.measure.steps import StepTimes, measure_steps
 from hpubench.measure.stopping import AutoStop
-from hpubench.plan.autosteps import WarmupAsk, WarmupRule, merge_asks
+from hpubench.plan.autosteps import LEAD_IN_STEPS, WarmupAsk, WarmupRule, merge_asks
 from hpubench.plan.extrawork import learned_facts
 from hpubench.precision import apply as precision
 from hpubench.run.cellrun.facts import Facts, Learned, runtime_of
@@ -82,7 +82,7 @@ def measure(resolved: Resolved, progress_path: str | None = None) -> Measured:
         clock = acc.step_clock(graphs=cell.graphs)
         tap = LossTap(feed.on_step_time if feed is not None else None)  # the first losses, for numerics
         try:
-            times, step_facts = timed_steps(resolved, observation, meter, tap, auto, more_warmup, clock)
+            times, step_facts = timed_steps(resolved, observation, meter, tap, auto, more_warmup, clock, feed)
             learned.extend(step_facts)
             memory, after_facts = after_steps(resolved, observation, meter, times)
             learned.extend(after_facts)
@@ -173,14 +173,20 @@ def timed_steps(
     auto: AutoStop | None,
     more_warmup: WarmupRule,
     clock: StepClock,
+    feed: StepFeed | None = None,
 ) -> tuple[StepTimes, Facts]:
     """The warm-up and measured steps, with the observers on their hooks, and what the step itself
     learned while running (the extra work's calibration), which a failure in the steps keeps too."""
     cell, acc, strategy = resolved.cell, resolved.acc, resolved.strategy
 
     def warmup_done() -> None:
+        # Before the warm-up's lead-in step (hpubench.measure.steps), so their pause lands on it: the peak
+        # then spans that step too, as any step's; the feed's buffered warm-up steps are written here, not
+        # from inside the window; every rank starts its lead-in, and so its measured steps, together.
         acc.reset_peak_memory_stats()
-        strategy.barrier()  # every rank starts its measured steps together
+        if feed is not None:
+            feed.flush()
+        strategy.barrier()
 
     learned = Learned()
     with learned.keeping():
@@ -240,7 +246,8 @@ def after_steps(
 def stop_facts(resolved: Resolved, times: StepTimes, auto: AutoStop | None, warmup: WarmupRule) -> Facts:
     """Why the measured steps stopped, and how long the warm-up ran and why it stopped: a figure says
     what decided its length."""
-    facts: Facts = (("steps_stop", times.stop_reason), *warmup.facts(times.warmup_s, times.warmup_compiles))
+    ruled = warmup.facts(times.warmup_s, times.warmup_compiles, LEAD_IN_STEPS)
+    facts: Facts = (("steps_stop", times.stop_reason), *ruled)
     if auto is not None:
         facts += (("steps_auto", auto.summary(times.measured_s)),)
     return facts
