@@ -3,6 +3,7 @@ record merges them once, and a cell stopped part way keeps the facts learned bef
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 import workloads
 from hpubench.accelerators.cpu import CPUAccelerator
-from hpubench.plan.autosteps import LEAD_IN_STEPS
+from hpubench.plan.autosteps import LEAD_IN_STEPS, AutoSteps
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.cellrun.facts import Stopped, runtime_of
@@ -113,3 +114,16 @@ def test_a_failure_in_the_measured_steps_keeps_what_the_step_learned_in_its_warm
     facts = r.runtime.to_dict()
     assert facts["extra_work"]["fraction"] == 0.3 and facts["setup_s"] > 0
     assert "steps_stop" not in facts and "timing" not in facts
+
+
+def test_the_worker_writes_the_rules_warm_up_before_its_lead_in_step(tmp_path) -> None:
+    """A real cell whose warm-up the rule extends (--steps auto's minimum time): its feed's last warm-up line
+    holds the lead-in step alone, so the rule's steps were written before it, not from inside the window."""
+    path = tmp_path / "c.steps.jsonl"
+    auto = AutoSteps(target_ci=0.5, min_steps=3, min_time_s=0.05, max_time_s=0.2)
+    r = run_cell(Cell("mlp", warmup_steps=2, steps=None, auto_steps=auto), progress_path=str(path))
+    assert r.status == "ok", r.reason
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    warm = [x for x in lines if x.get("phase") == "warmup"]
+    assert sum(len(x["times"]) for x in warm) == len(r.warmup_times_s) > 2 + LEAD_IN_STEPS  # extended
+    assert len(warm[-1]["times"]) == LEAD_IN_STEPS

@@ -131,3 +131,28 @@ def test_an_unwritable_feed_costs_nothing_but_itself(tmp_path: Path) -> None:
     feed.close()  # no exception: the cell goes on
     reader = FeedReader(tmp_path / "missing.jsonl")
     assert not reader.poll() and reader.state.header is None
+
+
+def test_flush_writes_the_warm_up_steps_it_holds_so_the_window_starts_with_nothing_to_write(
+    tmp_path: Path,
+) -> None:
+    """The worker flushes once the warm-up rule is done: the steps it added past the planned ones are
+    written then, not from the first measured step's hook, inside the window."""
+    path = tmp_path / "f.steps.jsonl"
+    clock = Clock()
+    feed = StepFeed(path, _header(warmup=2), flush_every_s=60.0, clock=clock)
+    for i in range(5):  # 2 planned + 3 the rule added: the last 3 are held
+        feed.on_step_time("warmup", i, 0.1, 1.0)
+    held = len(_lines(path))
+    feed.flush()
+    lines = _lines(path)
+    assert len(lines) == held + 1 and (lines[-1]["phase"], lines[-1]["first"], len(lines[-1]["times"])) == (
+        "warmup",
+        2,
+        3,
+    )
+    feed.on_step_time("measured", 0, 0.1, 1.0)
+    assert len(_lines(path)) == held + 1  # nothing written from inside the window
+    feed.flush()
+    feed.close()
+    assert [(x["phase"], x["first"]) for x in _lines(path)[1:]][-1] == ("measured", 0)
