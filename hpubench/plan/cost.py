@@ -41,7 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps, compiled_warmup, warmup_extension
+from hpubench.plan.autosteps import (
+    LEAD_IN_STEPS,
+    MAX_AUTO_STEPS,
+    AutoSteps,
+    compiled_warmup,
+    warmup_extension,
+)
 from hpubench.plan.cell import Cell
 from hpubench.precision import spec as precisions
 
@@ -163,11 +169,12 @@ class Estimate:
         return None if total is None else total + self.reference_s
 
     def cell_s(self, warmup_steps: int, steps: int) -> float | None:
-        """Wall time of the cell with these step counts: fixed + first step + the rest, and the phase
-        split's steps after the measured ones."""
+        """Wall time of the cell with these step counts: fixed + first step + the rest, the warm-up's
+        lead-in step, and the phase split's steps after the measured ones."""
         if self.step_s is None or self.first_step_s is None:
             return None
-        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps + PHASE_EXTRA_STEPS) * self.step_s
+        rest = warmup_steps - 1 + LEAD_IN_STEPS + steps + PHASE_EXTRA_STEPS
+        return self.fixed_s + self.first_step_s + rest * self.step_s
 
 
 def warmup_steps_expected(cell: Cell, warmup_steps: int) -> int:

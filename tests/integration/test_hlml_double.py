@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from hpudata import HPU_MEMORY_KEYS
 
+from hpubench.plan.autosteps import LEAD_IN_STEPS
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 BASE_W = 420.0  # the double's default base power
 
@@ -126,7 +128,7 @@ def test_unsupported_fields_are_none_and_energy_falls_back_to_the_power_integral
 @pytest.mark.slow  # shares one worker process on the doubles (~10 s)
 def test_hpu_memory_timeline_has_the_full_memory_stats_key_set(records):
     tl = records["release-1.24"]["memory_timeline"]
-    assert [s["phase"] for s in tl] == ["start", "warmup", "warmup"] + ["measured"] * 6
+    assert [s["phase"] for s in tl] == ["start"] + ["warmup"] * (2 + LEAD_IN_STEPS) + ["measured"] * 6
     for s in tl:
         assert set(s["raw"]) == HPU_MEMORY_KEYS
         assert s["in_use_bytes"] == s["raw"]["InUse"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
 from hpubench.run.worker import run_cell
@@ -114,8 +115,9 @@ def test_profile_samples_a_memory_timeline_every_step(profiled):
     out, _ = profiled
     for r in load_results([str(out)]):
         tl = r.memory_timeline
-        assert [s.phase for s in tl] == ["start"] + ["warmup"] * WARMUP + ["measured"] * STEPS
-        assert [s.step for s in tl] == list(range(1 + WARMUP + STEPS))
+        warm = WARMUP + LEAD_IN_STEPS
+        assert [s.phase for s in tl] == ["start"] + ["warmup"] * warm + ["measured"] * STEPS
+        assert [s.step for s in tl] == list(range(1 + warm + STEPS))
         assert all(s.in_use_bytes and s.in_use_bytes > 0 for s in tl)
         assert tl == tuple(sorted(tl, key=lambda s: s.t_s))
 

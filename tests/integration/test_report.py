@@ -16,6 +16,7 @@ from reportdata import PAYLOAD, fake_result, hpubench_cli, table_rows, write_run
 
 from hpubench.analysis.compare import compare, group_runs
 from hpubench.analysis.prices import Tables
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.present.cli.main import main
 from hpubench.store.readback import load_results
 from hpubench.store.record import SCHEMA_VERSION
@@ -92,7 +93,8 @@ def test_report_numbers_match_the_real_records(smoke_runs, tmp_path):
     # The run with --memory-every has a timeline chart; the repeated run a repetitions column.
     assert 'id="chart-memtl-0"' in html and ">Reps<" in html
     assert "no supported fp8 training path on cpu" in html  # skipped cells with their reason
-    assert "5 per cell" in html and "1 step(s) ran first" in html  # how it was measured, from the records
+    # how it was measured, from the records: 5 measured steps, 1 warm-up step and the lead-in
+    assert "5 per cell" in html and f"{1 + LEAD_IN_STEPS} step(s) ran first" in html
     assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=", html)  # nothing fetched
 
 

@@ -2,7 +2,8 @@
 
 Every training step sleeps 0.1 s, so step times are known from below and a cell measures long enough to
 be watched, timed out or crashed part way. The crashing ones die during their 11th step: measured step
-8 (0-based) of a cell with 2 warm-up steps. Steps on the ``meta`` device (FLOP counting) do not count.
+7 (0-based) of a cell with 2 warm-up steps and the lead-in. Steps on the ``meta`` device (FLOP counting)
+do not count.
 """
 
 import os

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hpubench.plan import cost as E
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cost import Calibration, ModelFacts
 
 GPT_STD = ModelFacts(
@@ -115,8 +116,8 @@ def test_earlier_results_win_over_the_flop_estimate_and_name_their_directory():
     )
     assert est.time_source == "from results runs/a" and est.memory_source == "from results runs/a"
     assert est.memory_bytes == 123_456
-    # fixed + first warm-up + 4 more warm-up + 50 measured steps + the phase split's steps
-    assert est.cell_s(5, 50) == pytest.approx(6.0 + 10.0 + (54 + E.PHASE_EXTRA_STEPS) * 3.0)
+    # fixed + first warm-up + 4 more warm-up + the lead-in + 50 measured steps + the phase split's steps
+    assert est.cell_s(5, 50) == pytest.approx(6.0 + 10.0 + (54 + LEAD_IN_STEPS + E.PHASE_EXTRA_STEPS) * 3.0)
 
 
 def test_a_record_without_measured_steps_is_no_estimate():
@@ -204,7 +205,7 @@ def _est(step_s: float | None) -> E.Estimate:
 
 
 def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
-    from hpubench.plan.autosteps import MAX_AUTO_STEPS, AutoSteps
+    from hpubench.plan.autosteps import LEAD_IN_STEPS, MAX_AUTO_STEPS, AutoSteps
     from hpubench.plan.cell import Cell
 
     rule = AutoSteps(target_ci=0.02, min_steps=10, min_time_s=0.5, max_time_s=3.0)
@@ -213,9 +214,9 @@ def test_an_auto_cell_is_estimated_at_the_most_steps_its_rule_allows() -> None:
     assert _est(1.0).steps_for(auto) == 10  # the minimum runs even past max-time
     assert _est(1e-6).steps_for(auto) == MAX_AUTO_STEPS  # the step cap
     assert _est(None).steps_for(auto) == 10
-    # warm-up: 3 planned steps, 48 more to last min_time (0.5 s) after the first, then 300 measured
+    # warm-up: 3 planned steps, 48 more to last min_time (0.5 s) after the first, the lead-in, 300 measured
     assert _est(0.01).cell_time_s(auto) == pytest.approx(
-        0.5 + 1.0 + (3 - 1 + 48 + 300 + E.PHASE_EXTRA_STEPS) * 0.01
+        0.5 + 1.0 + (3 - 1 + 48 + LEAD_IN_STEPS + 300 + E.PHASE_EXTRA_STEPS) * 0.01
     )
     fixed = Cell("mlp", steps=20)
     assert _est(0.01).steps_for(fixed) == 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from hpubench.plan.autosteps import LEAD_IN_STEPS
 from hpubench.plan.cell import Cell, PlannedCell
 from hpubench.plan.cost import GIB, PHASE_EXTRA_STEPS, Estimate, Measured
 from hpubench.plan.inventory import DeviceInfo, Inventory
@@ -167,9 +168,9 @@ def test_a_workload_slower_than_estimated_scales_its_own_later_cells_though_othe
     note = run.notes[(pc.cell.key, 0)]
     assert note["slowdown"] == pytest.approx(3.0)
     assert timeout == pytest.approx(CELL_OVERRUN * note["estimate_s"] + CELL_SLACK_S)
-    # fixed + first step + 2 measured steps + the phase split's steps
+    # fixed + first step + the lead-in + 2 measured steps + the phase split's steps
     assert note["estimate_s"] == pytest.approx(
-        3.0 * (1.0 + 2 * 10.0 + (2 + PHASE_EXTRA_STEPS) * 10.0), rel=0.05
+        3.0 * (1.0 + 2 * 10.0 + (LEAD_IN_STEPS + 2 + PHASE_EXTRA_STEPS) * 10.0), rel=0.05
     )
     # A workload with no finished cell of its own keeps the run-wide factor.
     clock.t += 60.0
