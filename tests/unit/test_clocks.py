@@ -93,13 +93,19 @@ BOUNDS = {"device": device_bound, "launch": launch_bound}
 
 
 class CountingStep:
-    """A training step whose loss is its own call number, so a loss read from the wrong step shows."""
+    """A training step whose loss is its own call number, so a loss read from the wrong step shows. Its
+    launch takes half a millisecond of host time, as a real step's does: a launch of microseconds would
+    leave the launch share (``clocks.launch_share``) to the scheduler's jitter between the launch and the
+    sync, and the launch-bound case would come out device-bound now and then (seen once in a full run)."""
+
+    HOST_S = 0.0005
 
     def __init__(self) -> None:
         self.calls = 0
 
     def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
         self.calls += 1
+        time.sleep(self.HOST_S)
         return (batch[0].sum() * 0 + self.calls).requires_grad_()
 
 
