@@ -22,7 +22,9 @@ for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts th
    (the 2-rank cell on a 2-core host) are counted apart as well: they take turns on their CPUs, which moves
    their speed on a quiet host too. Beside the shares, each side's median shift between its window's halves
    and how many of its unstable windows ran faster in their second half: a host that drifts either way
-   gives about as many faster as slower, a window that starts slow gives mostly faster.
+   gives about as many faster as slower, a window that starts slow gives mostly faster. Last, whether the
+   bar can be judged on this host: where its own one-device loops are over the bar, the cells' rates
+   describe the host, and the line says so (the bar line itself stands as measured).
 2. Hogs. Two ``yes`` processes (started before the cells, killed after) beside ``--hog-cells`` repeats of
    mlp tiny ``--steps 40`` (a ~35 ms window, too short for /proc/stat's ticks). The bar: every one
    ``interfered``.
@@ -210,9 +212,11 @@ def quiet(rounds: int) -> dict[str, Any]:
         f"  cells whose own busy threads outnumber their CPUs: {n_crowded}, {unstable_crowded} unstable; "
         f"the other {rest}: {unstable_rest} unstable ({unstable_rest / rest if rest else 0:.1%})"
     )
+    shadowed = host_unstable(shadows)
+    print(f"  {host_reading(shadowed.get('1'))}")
     return {
         "self_crowded": {"cells": n_crowded, "unstable": unstable_crowded},
-        "shadowed": host_unstable(shadows),
+        "shadowed": shadowed,
         "cells": n,
         "counts": dict(counts),
         "tuned_counts": dict(tuned_counts),
@@ -264,6 +268,24 @@ def host_unstable(shadows: Sequence[Shadowed]) -> dict[str, dict[str, Any]]:
         )
         out[str(devices)] = {"cells": n, "cell_unstable": cell, "plain_unstable": plain, "halves": figures}
     return out
+
+
+def host_reading(one_device: dict[str, Any] | None) -> str:
+    """What the quiet bar can say on this host: the one-device plain loops' ``unstable`` share is the host's
+    own rate, with no hpubench in those processes. Above the bar, the host alone exceeds it, so the cells'
+    rates above describe the host and cannot show whether hpubench meets the bar; within it, they are
+    hpubench's to answer for. Either way the cells' share is printed beside, and the bar line stands."""
+    if not one_device or not one_device["cells"]:
+        return "the bar on this host: not known (no one-device cell was shadowed)"
+    n = one_device["cells"]
+    host, cells = one_device["plain_unstable"] / n, one_device["cell_unstable"] / n
+    said = f"the host's own plain loops: unstable {host:.1%}, the cells of the same work {cells:.1%}"
+    if host > QUIET_BAR:
+        return (
+            f"the bar on this host: not judged: {said}; the host alone is over the {QUIET_BAR:.0%} bar, so "
+            "the rates above describe the host (run again on a host whose own loops stay within it)"
+        )
+    return f"the bar on this host: judged: {said}, the host within the {QUIET_BAR:.0%} bar"
 
 
 def halves(windows: Sequence[Window]) -> dict[str, Any]:

@@ -196,6 +196,23 @@ def test_the_host_rate_is_the_plain_loops_share_with_the_two_rank_cell_apart(cap
     assert "2-rank" in two and "torchrun" in two and "unstable 1 of 1 (100.0%)" in two and ": 0 of 1" in two
 
 
+def test_the_bar_is_judged_only_where_the_hosts_own_loops_stay_within_it() -> None:
+    """The one-device plain loops' share decides whether the cells' rates can answer the bar: over it, the
+    host alone fails the bar; within it (5% included), the cells' share is hpubench's."""
+    vr = _verdict_rates()
+
+    def reading(plain: int, cell: int, n: int = 120) -> str:
+        return vr.host_reading({"cells": n, "plain_unstable": plain, "cell_unstable": cell})
+
+    noisy = reading(55, 46)
+    assert "not judged" in noisy and "unstable 45.8%, the cells of the same work 38.3%" in noisy
+    assert "describe the host" in noisy
+    quiet = reading(6, 14)  # 5.0% exactly: within the bar, so the cells' 11.7% is hpubench's to answer for
+    assert "judged:" in quiet and "not judged" not in quiet and "cells of the same work 11.7%" in quiet
+    assert "not judged" in reading(7, 0)
+    assert "not known" in vr.host_reading(None) and "not known" in vr.host_reading({"cells": 0})
+
+
 def test_a_windows_shift_is_its_second_half_against_its_first() -> None:
     vr = _verdict_rates()
     slow_start = [1.2] * 10 + [1.0] * 40 + [1.0] * 50
