@@ -124,8 +124,14 @@ def test_a_host_whose_speed_swings_is_named_before_a_run() -> None:
     assert "'unstable'" in speed["detail"] and speed["fix"].startswith("benchmark on a dedicated")
 
 
-def test_healthy_double_reports_the_bridge_and_hlml() -> None:
-    proc = doctor("--json", double=True)
+@pytest.fixture(scope="module")
+def healthy_double() -> subprocess.CompletedProcess[str]:
+    """``doctor --json`` on the healthy Gaudi double: one run read by the tests of what it reports."""
+    return doctor("--json", double=True)
+
+
+def test_healthy_double_reports_the_bridge_and_hlml(healthy_double: subprocess.CompletedProcess[str]) -> None:
+    proc = healthy_double
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     hpu = {f["check"]: f for f in doc["findings"] if f["section"] == "hpu"}
@@ -135,8 +141,10 @@ def test_healthy_double_reports_the_bridge_and_hlml() -> None:
         assert hpu[check]["level"] == "OK", hpu[check]
 
 
-def test_telemetry_readings_are_priced_and_a_dear_one_warns_with_the_interval_that_fits() -> None:
-    cheap = doctor("--json", double=True)
+def test_telemetry_readings_are_priced_and_a_dear_one_warns_with_the_interval_that_fits(
+    healthy_double: subprocess.CompletedProcess[str],
+) -> None:
+    cheap = healthy_double
     dear = doctor("--json", double=True, HPUBENCH_FAKE_HLML_ENERGY_CPU_MS="3")
     assert cheap.returncode == 0 and dear.returncode == 0, dear.stdout[-3000:] + dear.stderr[-2000:]
     ok = {f["check"]: f for f in json.loads(cheap.stdout)["findings"] if f["section"] == "hpu"}
