@@ -22,8 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hpubench.plan.autosteps import LEAD_IN_STEPS
-from hpubench.plan.cost import PHASE_EXTRA_STEPS, format_duration
+from hpubench.plan.cost import cell_wall_s, format_duration
 
 MIN_WARMUP = 1
 MIN_STEPS = 2
@@ -51,8 +50,8 @@ class BudgetItem:
         """Estimated wall time with these step counts (the first warm-up step costs ``first_step_s``), the
         warm-up's lead-in step, and the phase split's steps after the measured ones."""
         assert self.fixed_s is not None and self.first_step_s is not None and self.step_s is not None
-        warmup_steps = max(warmup_steps, self.warmup_floor) + LEAD_IN_STEPS
-        return self.fixed_s + self.first_step_s + (warmup_steps - 1 + steps + PHASE_EXTRA_STEPS) * self.step_s
+        warmup_steps = max(warmup_steps, self.warmup_floor)
+        return cell_wall_s(self.fixed_s, self.first_step_s, self.step_s, warmup_steps, steps)
 
 
 @dataclass(frozen=True)

@@ -173,8 +173,15 @@ class Estimate:
         lead-in step, and the phase split's steps after the measured ones."""
         if self.step_s is None or self.first_step_s is None:
             return None
-        rest = warmup_steps - 1 + LEAD_IN_STEPS + steps + PHASE_EXTRA_STEPS
-        return self.fixed_s + self.first_step_s + rest * self.step_s
+        return cell_wall_s(self.fixed_s, self.first_step_s, self.step_s, warmup_steps, steps)
+
+
+def cell_wall_s(fixed_s: float, first_step_s: float, step_s: float, warmup_steps: int, steps: int) -> float:
+    """A cell's wall time from its costs and step counts, the one formula the estimate and ``--budget``
+    share: fixed + first warm-up step + the other warm-up steps, the lead-in step (``LEAD_IN_STEPS``), the
+    measured steps and the phase split's steps after them, each at ``step_s``."""
+    rest = warmup_steps - 1 + LEAD_IN_STEPS + steps + PHASE_EXTRA_STEPS
+    return fixed_s + first_step_s + rest * step_s
 
 
 def warmup_steps_expected(cell: Cell, warmup_steps: int) -> int:
