@@ -1,18 +1,53 @@
-"""Session-wide result sets for the report and compare tests (tests/integration, tests/e2e), and the
-HLML double in process (``pyhlml``, for the contract and integration tests)."""
+"""Session-wide result sets for the report and compare tests (tests/integration, tests/e2e), the HLML
+double in process (``pyhlml``, for the contract and integration tests), and what makes a test process
+the same whichever tests ran before it in that process (or beside it, under pytest-xdist)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from hpudouble import fresh_pyhlml
+from hpudouble import fresh_pyhlml, load_runtime_early
 from reportdata import DOUBLE, PAYLOAD, SMOKE_ARGS, fake_result, hpubench_cli, write_run
 
 from hpubench.store.record import STATUS_FAILED
+
+# Fixtures that import the HPU double into the test process (tests/contract/conftest.py's ``bridge``, the
+# ``load`` of the in-process HPU tests).
+IN_PROCESS_DOUBLE = frozenset({"bridge", "load"})
+
+
+def _own_temp_dir_per_worker() -> None:
+    """Under pytest-xdist each worker, and every process it starts, gets a temp dir of its own: the HPU
+    double keeps its box of cards there (tests/fakes/habana_frameworks/_cards.py), and two workers sharing
+    one would take each other's cards as two users of one Gaudi machine do."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        own = Path(tempfile.gettempdir()) / f"hpubench-tests-{worker}"
+        own.mkdir(exist_ok=True)
+        os.environ["TMPDIR"] = str(own)
+        tempfile.tempdir = None  # gettempdir() caches its answer; the next call reads TMPDIR
+
+
+def _drop_terminal_size() -> None:
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
+
+
+# Before any test module is imported: hpubench's consoles take their width when first imported, and a
+# pytest-xdist worker starts with COLUMNS=80 in its environment.
+_drop_terminal_size()
+_own_temp_dir_per_worker()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(IN_PROCESS_DOUBLE & set(getattr(item, "fixturenames", ())) for item in session.items):
+        load_runtime_early()
 
 
 @pytest.fixture(autouse=True)
@@ -22,9 +57,7 @@ def _no_terminal_size_in_env() -> None:
     at the C level too: during this suite something sets COLUMNS=80 and LINES=24 in the process's own
     environment without Python's ``os.environ`` seeing it (seen once transformers was installed), and a
     child started with ``env=None`` inherits that, not ``os.environ``."""
-    for name in ("COLUMNS", "LINES"):
-        os.environ.pop(name, None)
-        os.unsetenv(name)
+    _drop_terminal_size()
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,21 @@ def purge_double() -> None:
         module_mod._hpubench_double_lazy_hook = None
 
 
+def load_runtime_early() -> None:
+    """Load the double's device runtime into this process and retire it at once, before any test runs a
+    backward: autograd sets up its devices at a process's first backward, and an HPU registered after that
+    fails every backward on it ("Cannot access accelerator device"), whichever test ran first. On a Gaudi
+    the bridge loads first; this puts the double in the same place. The modules are forgotten again, so
+    no test finds ``habana_frameworks`` importable unless it asks for the double."""
+    sys.path.insert(0, str(FAKES))
+    try:
+        runtime = importlib.import_module("habana_frameworks._runtime")
+        runtime.load(0)
+    finally:
+        sys.path.remove(str(FAKES))
+        purge_double()
+
+
 # The double's own knobs and the bridge's mode: a fresh import starts from none of them.
 DOUBLE_ENV = (
     "PT_HPU_LAZY_MODE",

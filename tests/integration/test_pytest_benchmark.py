@@ -100,7 +100,13 @@ def test_lazy_is_skipped_on_cpu(hpubench_cell):
 
 
 @pytest.mark.slow  # two pytest sessions, each running a real cell (~10 s)
-def test_hpubench_cell_fixture_with_benchmark_save_and_compare(pytester: pytest.Pytester) -> None:
+def test_hpubench_cell_fixture_with_benchmark_save_and_compare(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inner sessions are a user's own pytest: under pytest-xdist this one's worker variables would be
+    # inherited, and pytest-benchmark switches itself off in any session that looks like an xdist worker.
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+        monkeypatch.delenv(name)
     pytester.makepyfile(test_cells=TEST_FILE)
     storage = pytester.path / "bench-store"
     common = ["-p", "no:cacheprovider", f"--benchmark-storage=file://{storage}"]
