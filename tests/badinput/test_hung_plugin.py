@@ -109,6 +109,7 @@ def _assert_refused(done: subprocess.CompletedProcess[str], elapsed: float, plug
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])
+@pytest.mark.serial
 def test_run_gives_up_on_a_hanging_plugin_within_the_limit(workdir, isolation: str) -> None:
     cwd, plugin = workdir
     before = snapshot(cwd)
@@ -121,6 +122,7 @@ def test_run_gives_up_on_a_hanging_plugin_within_the_limit(workdir, isolation: s
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_resumed_run_is_left_byte_identical(workdir) -> None:
     cwd, plugin = workdir
     (cwd / "prev").mkdir()
@@ -135,6 +137,7 @@ def test_a_resumed_run_is_left_byte_identical(workdir) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
     cwd, plugin = workdir
     argv = [
@@ -155,6 +158,7 @@ def test_the_estimate_probe_child_gives_up_too(workdir) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_spawned_cell_fails_naming_the_plugin_and_the_limit(workdir) -> None:
     cwd, plugin = workdir
     cell = json.dumps(Cell("mlp").to_dict())
@@ -169,6 +173,7 @@ def test_a_spawned_cell_fails_naming_the_plugin_and_the_limit(workdir) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_an_import_that_swallows_the_interruption_is_still_ended(workdir) -> None:
     cwd, _ = workdir
     plugin = cwd / "stubborn.py"

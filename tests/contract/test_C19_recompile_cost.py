@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 from contract_doubles import double_env, run_worker
 
@@ -39,6 +40,7 @@ def test_the_global_metric_counts_from_the_import_of_hpu(bridge) -> None:
     assert dict(metric_global("graph_compilation").stats())["TotalNumber"] == 1
 
 
+@pytest.mark.serial
 def test_hpubench_keeps_the_compilations_in_its_warm_up(tmp_path) -> None:
     """With each compilation costing 300 ms, the warm-up pays them and no measured step does."""
     cell = {"workload": "mlp", "accelerator": "hpu", "mode": "lazy", "warmup_steps": 1, "steps": 3}

@@ -91,6 +91,7 @@ def _wait_for_confirmation(proc: subprocess.Popen, state: Path, bad: str, rounds
     raise AssertionError(f"the bisect did not confirm in time (exit {proc.poll()})")
 
 
+@pytest.mark.serial
 def test_bisect_names_the_commit_and_resumes_after_sigterm(repo, tmp_path) -> None:
     root, shas = repo
     out, setup_log = (
@@ -137,6 +138,7 @@ def test_bisect_names_the_commit_and_resumes_after_sigterm(repo, tmp_path) -> No
     assert git(root, "worktree", "list").count("\n") == 1
 
 
+@pytest.mark.serial
 def test_no_regression_between_good_and_bad_is_refused(repo, tmp_path) -> None:
     root, shas = repo
     # two rounds a side suffice: with the threshold at 20%, only a real 20% drop could count

@@ -89,6 +89,7 @@ def test_cpu_machine_is_healthy_and_json_has_every_section() -> None:
     assert heap["level"] == "OK" and "HPUBENCH_MALLOC=steady (default)" in heap["detail"], heap
 
 
+@pytest.mark.serial
 def test_a_host_whose_speed_swings_is_named_before_a_run() -> None:
     """A busy loop stopped and continued every 0.3 s on the one CPU doctor may use: the host's own speed
     swings between about half and all of it, and the host check warns with the figures and the fix."""

@@ -37,6 +37,7 @@ def _wakeups(pid: int) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_without_a_terminal_a_running_cell_prints_progress_lines(tmp_path: Path) -> None:
     # 30 steps of 0.1 s; lines every second instead of every 10 s (the hidden --progress-every)
     proc = _cli(tmp_path / "run", 30, "--progress-every", "1")
@@ -51,6 +52,7 @@ def test_without_a_terminal_a_running_cell_prints_progress_lines(tmp_path: Path)
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts wake-ups in /proc (Linux)")
+@pytest.mark.serial
 def test_the_parent_wakes_about_once_a_second_while_a_cell_measures(tmp_path: Path) -> None:
     """Rich's default refresh (10/s from its own thread) or a polling wait would fail this."""
     out = tmp_path / "run"

@@ -156,6 +156,7 @@ def test_a_rank_that_raises_fails_its_cell_with_that_reason(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_node_one_never_starting_fails_the_cell_within_its_timeout(tmp_path: Path) -> None:
     matrix = tmp_path / "m.toml"
     matrix.write_text(

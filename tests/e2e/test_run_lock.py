@@ -43,6 +43,7 @@ def refused_line(err: str, holder: subprocess.Popen[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_two_runs_started_together_one_runs_each_cell_recorded_once(tmp_path: Path) -> None:
     run = tmp_path / "run"
     a, b = start(run), start(run)
@@ -56,6 +57,7 @@ def test_two_runs_started_together_one_runs_each_cell_recorded_once(tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_resume_while_the_run_is_active_is_refused(tmp_path: Path) -> None:
     run = tmp_path / "run"
     first = start(run)

@@ -12,6 +12,8 @@ import pytest
 
 from tests.golden.goldenrun import DATA, outputs
 
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def produced() -> Iterator[dict[str, str]]:

@@ -56,6 +56,7 @@ def pidfile(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])
+@pytest.mark.serial
 def test_a_grandchild_in_a_new_session_dies_with_its_cell(
     tmp_path: Path, scratch: Path, pidfile: Path, isolation: str
 ) -> None:

@@ -102,6 +102,7 @@ def test_pinned_gives_two_ranks_on_two_cpus_one_each(tmp_path: Path) -> None:
     assert rt["threads"]["intra_op"] == 1 and rt["distributed"]["world_size"] == 2
 
 
+@pytest.mark.serial
 def test_busy_neighbours_on_the_cells_cpus_show_as_interference(tmp_path: Path) -> None:
     """Quiet, busy, busy, quiet (ABBA: a drift in the machine's own load cancels out of the means).
 

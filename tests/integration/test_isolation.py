@@ -170,6 +170,7 @@ def _kill_leftovers(marker: str, workload_file: str) -> Iterator[None]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_misbehaving_cells_cost_only_themselves(
     tmp_path: Path, workload_file: str, env: dict, marker: str
 ) -> None:
@@ -256,6 +257,7 @@ def test_a_broken_workload_file_is_one_usage_error_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_spawn_isolation_times_the_cell_not_the_interpreter_start(
     tmp_path: Path, workload_file: str, env: dict, marker: str
 ) -> None:
@@ -278,6 +280,7 @@ def test_spawn_isolation_times_the_cell_not_the_interpreter_start(
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_keyboard_interrupt_kills_the_running_cell_and_leaves_only_whole_records(
     tmp_path: Path, workload_file: str, env: dict, marker: str
 ) -> None:

@@ -46,6 +46,7 @@ def _assert_partial(r: CellResult, reason_start: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["fork", "spawn"])
+@pytest.mark.serial
 def test_timed_out_and_crashed_cells_keep_their_finished_steps(tmp_path: Path, isolation: str) -> None:
     store = ResultStore(tmp_path / "run")
     plan = [

@@ -116,6 +116,7 @@ def test_a_failure_in_the_measured_steps_keeps_what_the_step_learned_in_its_warm
     assert "steps_stop" not in facts and "timing" not in facts
 
 
+@pytest.mark.serial
 def test_the_worker_writes_the_rules_warm_up_before_its_lead_in_step(tmp_path) -> None:
     """A real cell whose warm-up the rule extends (--steps auto's minimum time): its feed's last warm-up line
     holds the lead-in step alone, so the rule's steps were written before it, not from inside the window."""

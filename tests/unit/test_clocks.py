@@ -20,6 +20,8 @@ from hpubench.measure.clocks import LAUNCH_BOUND_SHARE, EventClock, HostClock, l
 from hpubench.measure.steps import measure_steps
 from hpubench.plan.autosteps import LEAD_IN_STEPS
 
+pytestmark = pytest.mark.serial
+
 
 class FakeDevice:
     """A stream of recorded events. With ``trail=None`` it completes them only when waited for; with

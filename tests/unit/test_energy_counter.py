@@ -14,6 +14,8 @@ from hpubench.measure.telemetry.counter import counter_window
 from hpubench.measure.telemetry.sampler import Sampler, within_budget
 from tests.unit.test_telemetry import fake_pynvml
 
+pytestmark = pytest.mark.serial
+
 STEP_S, STEP_J = 0.1, 50.0  # 500 W, counted in 50 J steps every 100 ms
 
 

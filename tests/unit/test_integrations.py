@@ -46,6 +46,7 @@ def _train(recorder: StepRecorder, steps: int, samples: int = 8, pause_at: int |
         recorder.step_end(loss, samples + (i % 2))
 
 
+@pytest.mark.serial
 def test_warm_up_then_every_step_measured_with_its_own_samples() -> None:
     rec = StepRecorder(FACTS, warmup_steps=2)
     _train(rec, 12, pause_at=6)

@@ -102,6 +102,7 @@ def test_unknown_option_names_fail_the_cell_instead_of_running_a_plain_one() -> 
 
 
 @pytest.mark.slow  # imports torch: seconds on a busy 2-core machine
+@pytest.mark.serial
 def test_extra_work_is_calibrated_at_the_end_of_the_warmup_then_added_to_every_step() -> None:
     pytest.importorskip("torch")
 

@@ -222,6 +222,7 @@ class CountingSource(TelemetrySource):
         return Reading(t, power_w=250.0, energy_j=250.0 * t, utilisation_pct=50.0, temperature_c=60.0)
 
 
+@pytest.mark.serial
 def test_sampler_polls_in_the_background_and_brackets_the_window():
     src = CountingSource()
     sampler = Sampler(src, interval_s=0.01)
@@ -250,6 +251,7 @@ class BurningSource(CountingSource):
         return super().read()
 
 
+@pytest.mark.serial
 def test_the_sampler_keeps_the_cpu_time_its_polls_took():
     src = BurningSource(0.003)
     sampler = Sampler(src, interval_s=0.01)
@@ -263,6 +265,7 @@ def test_the_sampler_keeps_the_cpu_time_its_polls_took():
     assert sampler.cpu_share_pct() == pytest.approx(100 * sampler.thread_cpu_s / sampler.window_s)
 
 
+@pytest.mark.serial
 def test_a_busy_sampler_says_so_and_a_quiet_one_does_not():
     readings = [Reading(0.0, 100.0, 0.0), Reading(1.0, 100.0, 100.0)]
     busy = summarise(readings, source="x", steps=1, samples_per_step=1, sampler_cpu_pct=2.5)
@@ -272,6 +275,7 @@ def test_a_busy_sampler_says_so_and_a_quiet_one_does_not():
     assert not any("sampler" in n for n in quiet.notes)
 
 
+@pytest.mark.serial
 def test_the_monitor_records_what_its_sampler_cost():
     monitor = Monitor(lambda: BurningSource(0.004), 0.01)
     monitor.start()
