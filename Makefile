@@ -62,8 +62,8 @@ test: install hf lightning browser compiler
 # subprocesses) and without installing (an installed dev environment is assumed; only the C++ compiler the HPU
 # test double builds with is checked). Aimed at under 3 minutes on 2 cores. CI runs everything: `make test`.
 # QUICK_ARGS adds pytest options, e.g. make test-quick QUICK_ARGS="-k gate -x".
-# Contract tests first, as in `make test`: they import the HPU double in this process, and torch's autograd
-# engine must not have run a backward before the double's device registers (on a Gaudi the bridge loads first).
+# Any order is safe: tests/conftest.py loads the HPU double's device runtime before any test runs a backward
+# (tests/integration/test_suite_order.py).
 QUICK_DIRS ?= tests/badinput tests/contract tests/unit tests/golden
 QUICK_ARGS ?=
 test-quick: compiler
