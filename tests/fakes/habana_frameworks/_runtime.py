@@ -73,8 +73,9 @@ def load(device_count: int) -> None:
         _LOADED = ctypes.CDLL(str(target), mode=ctypes.RTLD_GLOBAL)
     _LOADED.hpubench_fake_hpu_set_device_count(ctypes.c_int(device_count))
     # Autograd runs a non-CPU device's backward on a per-device thread, made once per process at its
-    # first backward: one that ran before this library loaded made none for HPU. With multithreading
-    # off for this thread, backward runs in the calling thread whatever the engine started.
+    # first backward for the devices counted then; the double's count may have been 0. With
+    # multithreading off for this thread, backward runs in the calling thread instead. A backward
+    # before this library loaded at all still breaks HPU autograd: tests/conftest.py loads it first.
     torch.autograd.set_multithreading_enabled(False)
 
 
