@@ -251,15 +251,22 @@ def step_time_s(
         scale = 1e12 * MODEL_EFFICIENCY * calibration.rank_share(ranks_sharing)
         step = (facts.flops - conv) / (rate * scale)
         step += facts.ops * calibration.per_op_s * ranks_sharing
-        rates = f"{dtype} {rate * 1e3:.3g} GFLOP/s"
+        rates = f"{dtype} {gflops(rate)}"
         if conv:
             step += conv / (conv_rate * scale)
-            rates += f", convolutions {conv_rate * 1e3:.3g} GFLOP/s;"
+            rates += f", convolutions {gflops(conv_rate)};"
         return step, f"{calibration.source} ({rates} x {MODEL_EFFICIENCY} assumed)"
     if peak_tflops:
         per_rank = peak_tflops * 1e12 * ASSUMED_PEAK_EFFICIENCY / ranks_sharing
         return facts.flops / per_rank, f"published {dtype} peak x {ASSUMED_PEAK_EFFICIENCY} assumed"
     return None, "no rate: not calibrated and no published peak"
+
+
+def gflops(tflops: float) -> str:
+    """A calibrated rate in GFLOP/s, never in exponent form: a host with matrix units (AMX) calibrates bf16
+    above 1,000 GFLOP/s, which ``.3g`` printed as ``1.23e+03``."""
+    value = tflops * 1e3
+    return f"{value:.0f} GFLOP/s" if value >= 100 else f"{value:.3g} GFLOP/s"
 
 
 def fixed_s(facts: ModelFacts | None, world_size: int, fresh_process: bool = False) -> float:

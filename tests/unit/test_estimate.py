@@ -266,6 +266,17 @@ def test_convolution_flops_go_at_the_convolution_rate_and_the_source_says_so():
     assert "convolutions" not in flat_source
 
 
+@pytest.mark.parametrize(
+    ("tflops", "shown"),
+    [(0.0123, "12.3 GFLOP/s"), (0.198, "198 GFLOP/s"), (1.2345, "1234 GFLOP/s"), (12.5, "12500 GFLOP/s")],
+)
+def test_a_calibrated_rate_never_prints_in_exponent_form(tflops: float, shown: str) -> None:
+    assert E.gflops(tflops) == shown
+    cal = Calibration(tflops={"bf16": tflops}, per_op_s=0.0, source="calibrated here")
+    _, source = E.step_time_s(RESNET, "bf16-mixed", cal, None)
+    assert f"bf16 {shown}" in source and "e+" not in source
+
+
 def test_on_a_host_each_rank_gets_the_per_thread_rate_times_its_threads():
     # cores-1 on 2 cores: a one-rank cell runs 1 thread, and so does each rank of a two-rank cell.
     host = Calibration(tflops={"fp32": 0.1}, per_op_s=0.0, source="per thread", rank_threads=(1.0, 1.0))
