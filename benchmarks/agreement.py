@@ -173,6 +173,15 @@ def run_hpubench(names: list[str], condition: str, folder: Path, rnd: int) -> di
     return found
 
 
+def round_order(rnd: int, condition: str) -> tuple[str, ...]:
+    """The contenders of one round under one condition, in the order they run. hpubench runs first in two
+    rounds of every four and last in the other two, and the plain script and its repeat swap places every
+    round, so that neither the hpubench ratio nor the A/A ratio leans on a fixed position."""
+    pair = ("plain", AGAIN) if rnd % 2 == 0 else (AGAIN, "plain")
+    scripts = (*pair, TORCH_ONLY) if condition == "plain" else pair
+    return ("hpubench", *scripts) if (rnd // 2) % 2 == 0 else (*scripts, "hpubench")
+
+
 def verdict(ratio: float, aa_range: tuple[float, float]) -> str:
     """In the band; else "not decided" where the plain script's own A/A spread reaches past the band and
     covers the ratio (the test cannot tell them apart at this noise); else outside."""
@@ -257,10 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         for rnd in range(args.rounds):
             for condition in CONDITIONS if rnd % 2 == 0 else CONDITIONS[::-1]:
-                hpubench_first = (rnd // 2) % 2 == 0
-                scripts = ("plain", AGAIN, TORCH_ONLY) if condition == "plain" else ("plain", AGAIN)
-                sides = ("hpubench", *scripts) if hpubench_first else (*scripts, "hpubench")
-                for side in sides:
+                for side in round_order(rnd, condition):
                     if side == "hpubench":
                         for name, r in run_hpubench(names, condition, folder, rnd).items():
                             results.setdefault((name, condition, "hpubench"), []).append(r)

@@ -50,3 +50,15 @@ def test_every_plain_script_but_the_torch_only_one_imports_pandas(monkeypatch) -
         assert agreement.run_plain("mlp", condition, side)["samples_per_s"] == 1.0
     imports = [cmd[cmd.index("--import") + 1] if "--import" in cmd else None for cmd in commands]
     assert imports == ["pandas", "pandas", None]
+
+
+def test_over_four_rounds_no_contender_keeps_a_fixed_place() -> None:
+    for condition in agreement.CONDITIONS:
+        orders = [agreement.round_order(rnd, condition) for rnd in range(4)]
+        for order in orders:
+            assert sorted(order) == sorted(set(order)) and "hpubench" in order
+        assert [o.index("hpubench") == 0 for o in orders] == [True, True, False, False]
+        assert [o.index("hpubench") == len(o) - 1 for o in orders] == [False, False, True, True]
+        plain_first = [o.index("plain") < o.index(agreement.AGAIN) for o in orders]
+        assert plain_first == [True, False, True, False]
+        assert (agreement.TORCH_ONLY in orders[0]) == (condition == "plain")
