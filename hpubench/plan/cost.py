@@ -263,8 +263,9 @@ def step_time_s(
 
 
 def gflops(tflops: float) -> str:
-    """A calibrated rate in GFLOP/s, never in exponent form: a host with matrix units (AMX) calibrates bf16
-    above 1,000 GFLOP/s, which ``.3g`` printed as ``1.23e+03``."""
+    """A calibrated rate in GFLOP/s, never in exponent form: ``.3g`` printed a four-digit rate as
+    ``1.23e+03``, which a user should not have to read and the golden outputs' number mask does not cover.
+    (``hpubench.present.numfmt.sig`` does the same above this layer, so the plan cannot call it.)"""
     value = tflops * 1e3
     return f"{value:.0f} GFLOP/s" if value >= 100 else f"{value:.3g} GFLOP/s"
 
