@@ -17,16 +17,18 @@ the standard library alone stays just short of that resize; one importing pandas
 Lightning or its own package passes it, as hpubench's plain cell does, and that is the script the cell's
 figure stands for. So under ``plain`` a torch-only script also runs each round, and its ratio is printed
 beside: the difference a user with such a script sees (``docs/reference.md``). Each round runs every
-contender once, each a process of its own, the order alternating between rounds; the ratio is the median
-over rounds of hpubench's figure over the plain script's in the same round (1.00: the same figure), which
-leaves the machine's drift between rounds out. Each process's minor page faults per measured step say which
-heap mode it landed in (``hpubench.analysis.tuning``), so a bimodal condition is shown as such instead of
-averaged away. The plain script also runs a second time each round: that A/A ratio is the test's own
-resolution, and a ratio outside 0.98-1.02 that the A/A spread also reaches is "not decided" rather than
-outside. Never run beside other work: the figures are ratios within one run, and a busy neighbour moves
-them. The host's own steadiness (``hpubench doctor``'s host speed line, ``benchmarks/hostspeed.py``) is
-printed before and after: on a host that reads UNSTEADY, the A/A spread is wide and most rows cannot be
-decided.
+contender once, each a process of its own, the order alternating between rounds. The plain script runs twice
+each round, the two runs swapping places; the round's plain figure is their geometric mean, and the ratio is
+the median over rounds of hpubench's figure over it (1.00: the same figure), which leaves the machine's drift
+between rounds out. The median's distribution-free interval (``hpubench.analysis.stats.medianci``) says what
+the rounds can tell: a ratio outside 0.98-1.02 whose interval still reaches the band is "not decided" (more
+rounds narrow it) rather than outside. The A/A ratio, the plain script's second run over its first, is the
+test's own check: its interval should hold 1.00. Each process's minor page faults per measured step say
+which heap mode it landed in (``hpubench.analysis.tuning``), so a bimodal condition is shown as such
+instead of averaged away. Never run beside other work: the figures are ratios within one run, and a busy
+neighbour moves them. The host's own steadiness (``hpubench doctor``'s host speed line,
+``benchmarks/hostspeed.py``) is printed before and after: on a host that reads UNSTEADY, single rounds spread
+widely and more rounds are needed to decide a row.
 
 ``python benchmarks/agreement.py [--rounds 5] [--workloads mlp,gpt,resnet,hf:gpt2] [--json FILE]``
 """
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -49,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import hostspeed  # noqa: E402
 
+from hpubench.analysis.stats.medianci import MedianInterval, median_interval  # noqa: E402
 from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
 from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
 from hpubench.measure.heap import HEAP_ENV, MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
@@ -182,15 +186,23 @@ def round_order(rnd: int, condition: str) -> tuple[str, ...]:
     return ("hpubench", *scripts) if (rnd // 2) % 2 == 0 else (*scripts, "hpubench")
 
 
-def verdict(ratio: float, aa_range: tuple[float, float]) -> str:
-    """In the band; else "not decided" where the plain script's own A/A spread reaches past the band and
-    covers the ratio (the test cannot tell them apart at this noise); else outside."""
-    if BAND[0] <= ratio <= BAND[1]:
+def verdict(ci: MedianInterval) -> str:
+    """In the band where the median ratio is; outside where the median's interval lies wholly past the band;
+    else "not decided": the rounds cannot tell the ratio from the band at this noise."""
+    if BAND[0] <= ci.median <= BAND[1]:
         return "in band"
-    wide = aa_range[0] < BAND[0] or aa_range[1] > BAND[1]
-    if wide and aa_range[0] <= ratio <= aa_range[1]:
-        return f"not decided: within the plain script's own A/A spread {aa_range[0]:.3f}-{aa_range[1]:.3f}"
-    return f"OUTSIDE {BAND[0]}-{BAND[1]}"
+    at = f"interval {ci.low:.3f}-{ci.high:.3f} at {ci.coverage:.0%}"
+    if ci.high < BAND[0] or ci.low > BAND[1]:
+        return f"OUTSIDE {BAND[0]}-{BAND[1]}: {at}"
+    return f"not decided: {at} reaches the band; more rounds narrow it"
+
+
+def ratios(top: list[dict[str, Any]], *bottom: list[dict[str, Any]]) -> list[float]:
+    """Round by round, the first contender's figure over the geometric mean of the others' in that round."""
+    return [
+        a["samples_per_s"] / math.prod(b["samples_per_s"] for b in below) ** (1 / len(below))
+        for a, *below in zip(top, *bottom, strict=True)
+    ]
 
 
 def modes(runs: list[dict[str, Any]]) -> str:
@@ -206,44 +218,80 @@ def summarise(
         for name in names:
             h, p = results[(name, condition, "hpubench")], results[(name, condition, "plain")]
             again = results[(name, condition, AGAIN)]
-            aa = [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(again, p, strict=True)]
             hm = statistics.median(r["samples_per_s"] for r in h)
-            pm = statistics.median(r["samples_per_s"] for r in p)
-            # Each round's pair ran minutes apart at most: their ratio leaves the machine's drift out.
-            paired = [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(h, p, strict=True)]
-            ratio = statistics.median(paired)
+            pm = statistics.median(r["samples_per_s"] for r in p + again)
+            # Each round's contenders ran minutes apart at most: their ratio leaves the machine's drift out.
+            paired = ratios(h, p, again)
+            ci = median_interval(paired)
+            aa = median_interval(ratios(again, p))
             alone = results.get((name, condition, TORCH_ONLY))
-            vs_alone = (
-                [a["samples_per_s"] / b["samples_per_s"] for a, b in zip(h, alone, strict=True)]
-                if alone
-                else None
-            )
+            vs_alone = ratios(h, alone) if alone else None
             rows.append(
                 {
                     "workload": name,
                     "condition": condition,
                     "hpubench": hm,
                     "plain_script": pm,
-                    "ratio": ratio,
+                    "ratio": ci.median,
+                    "interval": [ci.low, ci.high],
+                    "coverage": ci.coverage,
                     "paired_range": [min(paired), max(paired)],
                     "ratio_of_medians": hm / pm,
                     "hpubench_range": [
                         min(r["samples_per_s"] for r in h),
                         max(r["samples_per_s"] for r in h),
                     ],
-                    "plain_range": [min(r["samples_per_s"] for r in p), max(r["samples_per_s"] for r in p)],
+                    "plain_range": [
+                        min(r["samples_per_s"] for r in p + again),
+                        max(r["samples_per_s"] for r in p + again),
+                    ],
                     "hpubench_modes": modes(h),
-                    "plain_modes": modes(p),
+                    "plain_modes": modes(p + again),
                     "threads": sorted({r["threads"] for r in h} | {r["threads"] for r in p}),
-                    "aa_ratio": statistics.median(aa),
-                    "aa_range": [min(aa), max(aa)],
-                    "in_band": BAND[0] <= ratio <= BAND[1],
-                    "verdict": verdict(ratio, (min(aa), max(aa))),
+                    "aa_ratio": aa.median,
+                    "aa_interval": [aa.low, aa.high],
+                    "in_band": BAND[0] <= ci.median <= BAND[1],
+                    "verdict": verdict(ci),
                     "ratio_torch_only": statistics.median(vs_alone) if vs_alone else None,
                     "torch_only_range": [min(vs_alone), max(vs_alone)] if vs_alone else None,
                 }
             )
     return rows
+
+
+def aa_check(interval: list[float]) -> str:
+    """The A/A interval should hold 1.00: the same script twice. Where it does not, the rounds lean (a
+    position or a drift the pairing missed), and so may the row's ratio."""
+    if interval[0] <= 1.0 <= interval[1]:
+        return ""
+    return " (the A/A interval misses 1.00: this row's rounds lean; read its ratio with care)"
+
+
+def print_rows(rows: list[dict[str, Any]], rounds: int) -> None:
+    print(
+        f"\nhpubench vs a plain script of the same work, {rounds} interleaved rounds, fresh processes; "
+        "ratio: median of the rounds' hpubench over the geometric mean of the plain script's two runs, "
+        "with its distribution-free interval"
+    )
+    print(
+        f"{'workload':9} {'condition':9} {'hpubench':>10} {'plain':>10} {'ratio':>6} {'interval':>13}  "
+        "range hpubench / plain; heap modes (churn: processes regrowing their heap every step)"
+    )
+    for r in rows:
+        hr, pr, ci, ar = r["hpubench_range"], r["plain_range"], r["interval"], r["aa_interval"]
+        print(
+            f"{r['workload']:9} {r['condition']:9} {r['hpubench']:10,.1f} {r['plain_script']:10,.1f} "
+            f"{r['ratio']:6.3f} {f'{ci[0]:.3f}-{ci[1]:.3f}':>13}  "
+            f"[{hr[0]:,.0f}-{hr[1]:,.0f}] / [{pr[0]:,.0f}-{pr[1]:,.0f}]; "
+            f"{r['hpubench_modes']} / {r['plain_modes']}; threads {r['threads']}; "
+            f"A/A {r['aa_ratio']:.3f} ({ar[0]:.3f}-{ar[1]:.3f}){aa_check(ar)}: {r['verdict']}"
+        )
+        if r["ratio_torch_only"] is not None:
+            tr = r["torch_only_range"]
+            print(
+                f"{'':20} against the same script importing torch alone (short of the interned-string "
+                f"table's resize): {r['ratio_torch_only']:.3f} ({tr[0]:.3f}-{tr[1]:.3f})"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,29 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     hostspeed.take(host, "after", None)
     rows = summarise(results, names)
     print("\n" + hostspeed.lines(host))
-    print(
-        f"\nhpubench vs a plain script of the same work, {args.rounds} interleaved rounds, fresh processes; "
-        "ratio: median of the rounds' hpubench/plain"
-    )
-    print(
-        f"{'workload':9} {'condition':9} {'hpubench':>10} {'plain':>10} {'ratio':>6} {'paired range':>13}  "
-        "range hpubench / plain; heap modes (churn: processes regrowing their heap every step)"
-    )
-    for r in rows:
-        hr, pr, rr, ar = r["hpubench_range"], r["plain_range"], r["paired_range"], r["aa_range"]
-        print(
-            f"{r['workload']:9} {r['condition']:9} {r['hpubench']:10,.1f} {r['plain_script']:10,.1f} "
-            f"{r['ratio']:6.3f} {f'{rr[0]:.3f}-{rr[1]:.3f}':>13}  "
-            f"[{hr[0]:,.0f}-{hr[1]:,.0f}] / [{pr[0]:,.0f}-{pr[1]:,.0f}]; "
-            f"{r['hpubench_modes']} / {r['plain_modes']}; "
-            f"threads {r['threads']}; A/A {r['aa_ratio']:.3f} ({ar[0]:.3f}-{ar[1]:.3f}): {r['verdict']}"
-        )
-        if r["ratio_torch_only"] is not None:
-            tr = r["torch_only_range"]
-            print(
-                f"{'':20} against the same script importing torch alone (short of the interned-string "
-                f"table's resize): {r['ratio_torch_only']:.3f} ({tr[0]:.3f}-{tr[1]:.3f})"
-            )
+    print_rows(rows, args.rounds)
     if args.json:
         runs = {"|".join(k): v for k, v in results.items()}
         Path(args.json).write_text(json.dumps({"rows": rows, "runs": runs, "host_speed": host}, indent=1))

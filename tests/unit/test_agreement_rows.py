@@ -13,6 +13,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import agreement  # noqa: E402
 
+from hpubench.analysis.stats.medianci import median_interval  # noqa: E402
+
 
 def _runs(*speeds: float) -> list[dict[str, Any]]:
     return [{"samples_per_s": s, "faults": 0.0, "threads": 1} for s in speeds]
@@ -30,9 +32,37 @@ def test_the_verdict_is_against_the_plain_script_and_the_torch_only_ratio_is_bes
     }
     tuned, plain = agreement.summarise(results, ["resnet"])
     assert tuned["condition"] == "tuned" and tuned["ratio_torch_only"] is None
-    assert plain["ratio"] == 1.0 and plain["verdict"] == "in band"
+    assert abs(plain["ratio"] - 1.0) < 1e-9 and plain["verdict"] == "in band"
     assert plain["ratio_torch_only"] == 1.1 and plain["torch_only_range"] == [1.09, 1.11]
-    assert plain["aa_range"] == [109 / 110, 111 / 110]
+    assert plain["aa_interval"] == [109 / 110, 111 / 110]
+
+
+def test_the_round_figure_is_against_both_plain_runs_so_a_lean_between_them_cancels() -> None:
+    """Plain's first run is 10% fast in every round: against it alone hpubench would read 0.91; against
+    the geometric mean of both runs it reads 1.00, and the A/A interval, missing 1.00, says they lean."""
+    speeds = [100.0 + d for d in (0, 2, -2, 1, -1, 3, -3, 0.5)]
+    results = {
+        ("gpt", "tuned", "hpubench"): _runs(*speeds),
+        ("gpt", "tuned", "plain"): _runs(*[s * 1.1 for s in speeds]),
+        ("gpt", "tuned", agreement.AGAIN): _runs(*[s / 1.1 for s in speeds]),
+    }
+    results |= {("gpt", "plain", side): v for (_, _, side), v in results.items()}
+    row = agreement.summarise(results, ["gpt"])[0]
+    assert abs(row["ratio"] - 1.0) < 1e-9 and row["verdict"] == "in band"
+    assert row["aa_interval"][1] < 1.0 and "lean" in agreement.aa_check(row["aa_interval"])
+    assert agreement.aa_check([0.97, 1.03]) == ""
+
+
+def test_the_verdict_reads_the_median_s_interval_not_the_spread_of_single_rounds() -> None:
+    """More rounds narrow a median's interval: 20 rounds 4% slow with a wide spread are outside; the
+    same median over 6 rounds spread as widely is not decided."""
+    many = [0.80, 0.82, 0.84, 0.86, 0.88, *(0.94 + 0.004 * i for i in range(10)), 1.1, 1.12, 1.14, 1.16, 1.2]
+    wide = median_interval(many)
+    assert wide.high < agreement.BAND[0], wide
+    assert agreement.verdict(wide).startswith("OUTSIDE")
+    few = median_interval([0.80, 0.90, 0.95, 0.97, 1.05, 1.10])
+    assert few.median < agreement.BAND[0] and agreement.verdict(few).startswith("not decided")
+    assert agreement.verdict(median_interval([0.9, 0.99, 1.2])) == "in band"
 
 
 def test_every_plain_script_but_the_torch_only_one_imports_pandas(monkeypatch) -> None:
