@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from hpubench import numfmt
 from hpubench.analysis.frame import added_dimension_columns
 from hpubench.plan import dimensions
-from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, FrameRow, Html, Page, page_columns, text
 from reports.tables import Column as Header
 from reports.tables import HtmlTable, TableRow

@@ -1,4 +1,4 @@
-"""Number formatting for the HTML: the page forms of :mod:`hpubench.present.numfmt` (the one formatter
+"""Number formatting for the HTML: the page forms of :mod:`hpubench.numfmt` (the one formatter
 family of every rendering), and the jinja2 filters that name them.
 
 Every formatter maps a missing value (None, NaN) to an en dash, so "not measured" and "zero" can never
@@ -7,7 +7,7 @@ be confused.
 
 from __future__ import annotations
 
-from hpubench.present.numfmt import MISSING, ci, duration, mib, missing, money, ms, num, pct, rank_mib, ratio
+from hpubench.numfmt import MISSING, ci, duration, mib, missing, money, ms, num, pct, rank_mib, ratio
 
 __all__ = [
     "FILTERS",

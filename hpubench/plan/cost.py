@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpubench import numfmt
 from hpubench.plan.autosteps import (
     LEAD_IN_STEPS,
     MAX_AUTO_STEPS,
@@ -264,10 +265,8 @@ def step_time_s(
 
 def gflops(tflops: float) -> str:
     """A calibrated rate in GFLOP/s, never in exponent form: ``.3g`` printed a four-digit rate as
-    ``1.23e+03``, which a user should not have to read and the golden outputs' number mask does not cover.
-    (``hpubench.present.numfmt.sig`` does the same above this layer, so the plan cannot call it.)"""
-    value = tflops * 1e3
-    return f"{value:.0f} GFLOP/s" if value >= 100 else f"{value:.3g} GFLOP/s"
+    ``1.23e+03``, which a user should not have to read and the golden outputs' number mask does not cover."""
+    return f"{numfmt.sig(tflops * 1e3)} GFLOP/s"
 
 
 def fixed_s(facts: ModelFacts | None, world_size: int, fresh_process: bool = False) -> float:

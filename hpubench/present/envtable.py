@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from hpubench import numfmt
 from hpubench.analysis.peaks import PeakFigure, peak_for
 from hpubench.plan.inventory import DeviceInfo, Inventory
-from hpubench.present import numfmt
 
 PEAK_PRECISIONS = ("bf16-mixed", "32-true")  # the precisions whose peaks the table shows
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from hpubench.present import numfmt
+from hpubench import numfmt
 from hpubench.run.eta import (
     PHASE_MEASURED,
     PHASE_WARMUP,

@@ -2,7 +2,7 @@
 
 The full comparison table (``tables.compare_table``) has eight columns and whole keys; under 160 columns
 the CLI prints this one instead, with the same shortening of keys as the results table
-(``hpubench.present.shortkeys``) and figures to three significant digits (``hpubench.present.numfmt``).
+(``hpubench.present.shortkeys``) and figures to three significant digits (``hpubench.numfmt``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from hpubench import numfmt
 from hpubench.analysis.compare import Comparison, numerics_word
 from hpubench.analysis.stats.summary import Estimate
-from hpubench.present import numfmt
 from hpubench.present.narrowtable import WIDE_MIN_COLUMNS
 from hpubench.present.shortkeys import shorten
 from hpubench.present.tables import compare_table

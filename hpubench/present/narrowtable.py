@@ -18,9 +18,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from hpubench import numfmt
 from hpubench.analysis.quality import assess_repeats
 from hpubench.measure.ranks import rank_peaks
-from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, narrow_columns
 from hpubench.present.shortkeys import shorten
 from hpubench.present.tables import host_notes, numerics_line, numerics_notes, results_table

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 
+from hpubench import numfmt
 from hpubench.analysis.compare import CellRuns, numerics_word
 from hpubench.analysis.numerics import OK as NUMERICS_OK
 from hpubench.analysis.quality import PRECEDENCE, assess_repeats
 from hpubench.analysis.steadiness import unsteady_hint
-from hpubench.present import numfmt
 from hpubench.present.columns import COLUMNS, Column, cell_runs, markup, wide_columns
 from hpubench.store.record import CellResult
 

@@ -12,10 +12,10 @@ import pytest
 from gatedata import make_result
 from rich.console import Console
 
+from hpubench import numfmt
 from hpubench.analysis.frame import to_dataframe
 from hpubench.analysis.prices import Tables
 from hpubench.plan.cell import Cell
-from hpubench.present import numfmt
 from hpubench.present.columns import (
     COLUMNS,
     Column,

@@ -256,7 +256,7 @@ def test_convolution_flops_go_at_the_convolution_rate_and_the_source_says_so():
     rest = convs.flops - convs.conv_flops
     expected = rest / (0.1e12 * E.MODEL_EFFICIENCY) + 3e12 / (0.05e12 * E.MODEL_EFFICIENCY) + convs.ops * 1e-5
     assert step == pytest.approx(expected)
-    assert "convolutions 50 GFLOP/s" in source
+    assert "convolutions 50.0 GFLOP/s" in source
     # A dtype whose convolutions are slow (fp16 backward on a CPU) is estimated slow, not at the matmul rate.
     slow, _ = E.step_time_s(convs, "16-mixed", cal, None)
     assert slow > 40 * step

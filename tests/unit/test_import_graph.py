@@ -2,11 +2,11 @@
 still a dependency, and one that closes a circle only hides it); layers import downward only; and no private
 name imported from another module. Read from the sources with ``ast``, so nothing is imported to check.
 
-The layers, bottom to top (``LAYERS``): the pure foundations (errors, plugin loading, the precision and
-strategy specs, statistics), plan, workloads, measure, store, the plugin runtimes (accelerators, precision,
-strategy), analysis, run and the trainer integrations, api, and the presentation (CLI, reports). A module
-may import its own layer and those below. The plan is handed the accelerator kinds by its caller instead of
-importing them.
+The layers, bottom to top (``LAYERS``): the pure foundations (errors, number formatting, plugin loading,
+the precision and strategy specs, statistics), plan, workloads, measure, store, the plugin runtimes
+(accelerators, precision, strategy), analysis, run and the trainer integrations, api, and the presentation
+(CLI, reports). A module may import its own layer and those below. The plan is handed the accelerator kinds
+by its caller instead of importing them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "hpubench",
         "hpubench.errors",
+        "hpubench.numfmt",
         "hpubench.plugins",
         "hpubench.precision.spec",
         "hpubench.strategy.spec",

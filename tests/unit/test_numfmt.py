@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hpubench.present import numfmt
+from hpubench import numfmt
 
 
 @pytest.mark.parametrize(

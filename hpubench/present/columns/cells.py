@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hpubench.present import numfmt
+from hpubench import numfmt
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from rich.markup import escape
 
+from hpubench import numfmt
 from hpubench.analysis.scaling import Scaling, scaling_efficiencies
-from hpubench.present import numfmt
 from hpubench.present.columns.cells import TableCell, number, text
 from hpubench.store.record import CellResult, Metrics
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hpubench import numfmt
 from hpubench.precision import spec as precisions
-from hpubench.present import numfmt
 from hpubench.present.columns.cells import TableCell, number
 from hpubench.present.columns.model import FrameRow, Page
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpubench import numfmt
 from hpubench.measure.phases import PhaseSplit
-from hpubench.present import numfmt
 from hpubench.present.columns.cells import TableCell
 from hpubench.present.columns.model import FrameRow, Runs
 

@@ -7,7 +7,7 @@ terminal tables) and ``pagecells`` (the report table's cells).
 
 from __future__ import annotations
 
-from hpubench.present import numfmt
+from hpubench import numfmt
 from hpubench.present.columns.cells import TableCell, integer, number, text
 from hpubench.present.columns.model import Column, Html, Term
 from hpubench.present.columns.pagecells import (

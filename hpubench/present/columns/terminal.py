@@ -7,11 +7,11 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from hpubench import numfmt
 from hpubench.analysis.numerics import OK as NUMERICS_OK
 from hpubench.analysis.numerics import UNCHECKED
 from hpubench.analysis.numerics import worst as worst_numerics
 from hpubench.analysis.quality import OK, PARTIAL, assess_repeats
-from hpubench.present import numfmt
 from hpubench.present.columns.model import Runs, Spread, Term
 from hpubench.store.record import CellResult
 

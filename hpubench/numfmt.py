@@ -5,8 +5,9 @@ standard on CPU runs at 0.0987 samples/s (``.1f`` printed 0.1, its interval ``[0
 runs at 70,724.2 (six digits, five of them noise). Three significant digits carry what a measurement with
 a 1-2% interval can say, and a prefix (k, M, G; ms, µs) keeps every figure four to six characters wide.
 
-One family for every rendering of a figure (the terminal tables, the report's pages, the column registry
-``hpubench.present.columns``): the compact terminal forms (:func:`sig`, :func:`count`, :func:`seconds`,
+One family for every rendering of a figure (the plan's estimate, the terminal tables, the report's pages,
+the column registry ``hpubench.present.columns``), kept at the bottom layer so that the plan prints its
+figures the way the tables do: the compact terminal forms (:func:`sig`, :func:`count`, :func:`seconds`,
 :func:`size`, :func:`plus_minus`), the full table's fixed decimals (:func:`fixed`) and the page forms
 (:func:`num`, :func:`money`, :func:`pct`, :func:`ms`, :func:`duration`, ...). A value not measured prints
 as a dash, never as 0: ``-`` (:data:`DASH`) in a terminal, ``–`` (:data:`MISSING`) on a page; the page
