@@ -280,7 +280,8 @@ SUBPACKAGES = {
     "present",
     "plugins",
 }
-TOP_MODULES = {"api", "errors", "pytest_plugin", "__main__", "__init__"}
+# numfmt sits beside errors: both are foundations every layer may use (test_import_graph.LAYERS).
+TOP_MODULES = {"api", "errors", "numfmt", "pytest_plugin", "__main__", "__init__"}
 
 
 def layout_problems(package: Path) -> list[str]:
