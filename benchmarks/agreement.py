@@ -192,7 +192,7 @@ def verdict(ci: MedianInterval) -> str:
     if BAND[0] <= ci.median <= BAND[1]:
         return "in band"
     at = f"interval {ci.low:.3f}-{ci.high:.3f} at {ci.coverage:.0%}"
-    if ci.high < BAND[0] or ci.low > BAND[1]:
+    if ci.clear_of(*BAND):
         return f"OUTSIDE {BAND[0]}-{BAND[1]}: {at}"
     return f"not decided: {at} reaches the band; more rounds narrow it"
 
@@ -218,8 +218,9 @@ def summarise(
         for name in names:
             h, p = results[(name, condition, "hpubench")], results[(name, condition, "plain")]
             again = results[(name, condition, AGAIN)]
+            plains = p + again
             hm = statistics.median(r["samples_per_s"] for r in h)
-            pm = statistics.median(r["samples_per_s"] for r in p + again)
+            pm = statistics.median(r["samples_per_s"] for r in plains)
             # Each round's contenders ran minutes apart at most: their ratio leaves the machine's drift out.
             paired = ratios(h, p, again)
             ci = median_interval(paired)
@@ -242,11 +243,11 @@ def summarise(
                         max(r["samples_per_s"] for r in h),
                     ],
                     "plain_range": [
-                        min(r["samples_per_s"] for r in p + again),
-                        max(r["samples_per_s"] for r in p + again),
+                        min(r["samples_per_s"] for r in plains),
+                        max(r["samples_per_s"] for r in plains),
                     ],
                     "hpubench_modes": modes(h),
-                    "plain_modes": modes(p + again),
+                    "plain_modes": modes(plains),
                     "threads": sorted({r["threads"] for r in h} | {r["threads"] for r in p}),
                     "aa_ratio": aa.median,
                     "aa_interval": [aa.low, aa.high],

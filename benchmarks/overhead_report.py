@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpubench.analysis.stats.medianci import MedianInterval
+
 
 def _f(x: float | None, fmt: str) -> str:
     return "n/a" if x is None else format(x, fmt)
@@ -23,18 +25,18 @@ def ratio_verdict(ci: dict[str, Any] | None, low: float = 0.99, high: float = 1.
     tell at this noise (the interval straddles a bound: more rounds narrow it)."""
     if not ci:
         return "no ratio: a side did not run"
-    if ci["coverage"] < 0.95:  # under 6 rounds min-max is the widest interval there is, and it is not 95%
+    iv = MedianInterval(**ci)
+    if iv.coverage < 0.95:  # under 6 rounds min-max is the widest interval there is, and it is not 95%
         return (
-            f"too few rounds to decide ({ci['n']}; min-max covers the median at {ci['coverage']:.0%}): "
+            f"too few rounds to decide ({iv.n}; min-max covers the median at {iv.coverage:.0%}): "
             "give --rounds 6 or more"
         )
     at = (
-        f"median {ci['median']:.3f}, interval {ci['low']:.3f}-{ci['high']:.3f} at "
-        f"{ci['coverage']:.0%} over {ci['n']} rounds"
+        f"median {iv.median:.3f}, interval {iv.low:.3f}-{iv.high:.3f} at {iv.coverage:.0%} over {iv.n} rounds"
     )
-    if low <= ci["low"] and ci["high"] <= high:
+    if iv.within(low, high):
         return f"inside the target: {at}"
-    if ci["high"] < low or ci["low"] > high:
+    if iv.clear_of(low, high):
         return f"OUTSIDE the target: {at}"
     return f"not decided at this noise: {at}; more --rounds narrow it"
 

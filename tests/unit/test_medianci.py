@@ -34,3 +34,14 @@ def test_bad_input_is_refused_with_the_reason() -> None:
         median_interval([])
     with pytest.raises(ValueError, match="between 0 and 1"):
         median_interval([1.0], 1.5)
+
+
+def test_an_interval_is_within_a_band_it_touches_and_clear_only_when_wholly_past_it() -> None:
+    inside = median_interval([0.99, 1.0, 1.01, 1.0, 0.995, 1.005])
+    assert inside.within(0.99, 1.01) and not inside.clear_of(0.99, 1.01)
+    straddling = median_interval([0.97, 0.98, 0.985, 0.99, 1.0, 1.01])
+    assert not straddling.within(0.99, 1.01) and not straddling.clear_of(0.99, 1.01)
+    below = median_interval([0.9, 0.92, 0.93, 0.94, 0.95, 0.96])
+    assert below.clear_of(0.98, 1.02) and not below.within(0.98, 1.02)
+    above = median_interval([1.05, 1.06, 1.07, 1.08, 1.1, 1.2])
+    assert above.clear_of(0.98, 1.02)

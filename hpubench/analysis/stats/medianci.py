@@ -24,6 +24,14 @@ class MedianInterval:
     coverage: float
     n: int
 
+    def within(self, low: float, high: float) -> bool:
+        """The whole interval inside ``[low, high]``: the rounds show the median there."""
+        return low <= self.low and self.high <= high
+
+    def clear_of(self, low: float, high: float) -> bool:
+        """The whole interval past one side of ``[low, high]``: the rounds show the median outside it."""
+        return self.high < low or self.low > high
+
 
 def _below(n: int, k: int) -> float:
     """P(Binomial(n, 1/2) <= k)."""
