@@ -55,7 +55,7 @@ import hostspeed  # noqa: E402
 from hpubench.analysis.stats.medianci import MedianInterval, median_interval  # noqa: E402
 from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
 from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
-from hpubench.measure.heap import HEAP_ENV, MMAP_THRESHOLD, TRIM_THRESHOLD  # noqa: E402
+from hpubench.measure.heap import HEAP_ENV, STEADY_ENV  # noqa: E402
 from hpubench.run.cellrun.resolve import N_BATCHES, SEED  # noqa: E402
 
 PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
@@ -101,8 +101,7 @@ def plain_env(condition: str) -> dict[str, str]:
         threads = plan_threads("cores-1", sorted(os.sched_getaffinity(0)), 1, 0, {}).threads
         env.update(
             {
-                "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
-                "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
+                **STEADY_ENV,
                 "OMP_NUM_THREADS": str(threads),
             }
         )
@@ -186,10 +185,15 @@ def round_order(rnd: int, condition: str) -> tuple[str, ...]:
     return ("hpubench", *scripts) if (rnd // 2) % 2 == 0 else (*scripts, "hpubench")
 
 
+def in_band(ci: MedianInterval) -> bool:
+    """Whether the median ratio itself lies in the band (its interval may still reach past it)."""
+    return BAND[0] <= ci.median <= BAND[1]
+
+
 def verdict(ci: MedianInterval) -> str:
     """In the band where the median ratio is; outside where the median's interval lies wholly past the band;
     else "not decided": the rounds cannot tell the ratio from the band at this noise."""
-    if BAND[0] <= ci.median <= BAND[1]:
+    if in_band(ci):
         return "in band"
     at = f"interval {ci.low:.3f}-{ci.high:.3f} at {ci.coverage:.0%}"
     if ci.clear_of(*BAND):
@@ -248,10 +252,10 @@ def summarise(
                     ],
                     "hpubench_modes": modes(h),
                     "plain_modes": modes(plains),
-                    "threads": sorted({r["threads"] for r in h} | {r["threads"] for r in p}),
+                    "threads": sorted({r["threads"] for r in h + plains}),
                     "aa_ratio": aa.median,
                     "aa_interval": [aa.low, aa.high],
-                    "in_band": BAND[0] <= ci.median <= BAND[1],
+                    "in_band": in_band(ci),
                     "verdict": verdict(ci),
                     "ratio_torch_only": statistics.median(vs_alone) if vs_alone else None,
                     "torch_only_range": [min(vs_alone), max(vs_alone)] if vs_alone else None,

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hpubench.analysis.stats.medianci import median_interval  # noqa: E402
+from hpubench.measure.heap import STEADY_ENV  # noqa: E402
 
 EXAMPLES = ROOT / "docs" / "examples"
 SIDES = ("callback", "trainer", "cell", "loop+loader", "loop")
@@ -48,11 +49,7 @@ STEPS = {"lightning": (20, 1000), "hf": (10, 150)}
 CLEARED = ("HPUBENCH_", "MALLOC_", "OMP_", "GLIBC_TUNABLES")
 # What hpubench doctor tells a user to export for the tuned figure (hpubench.measure.heap; 1 thread: the
 # cores-1 policy on this 2-core VM)
-TUNED_ENV = {
-    "MALLOC_MMAP_THRESHOLD_": "33554432",
-    "MALLOC_TRIM_THRESHOLD_": "1073741824",
-    "OMP_NUM_THREADS": "1",
-}
+TUNED_ENV = {**STEADY_ENV, "OMP_NUM_THREADS": "1"}
 
 LIGHTNING_CALLBACK = """
 import json, sys, time

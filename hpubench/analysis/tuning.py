@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from hpubench.analysis.compare import group_runs
 from hpubench.measure.doctor import OK, WARN, Finding
+from hpubench.measure.heap import STEADY_ENV
 from hpubench.plan.cell import Cell
 from hpubench.plan.dimensions import PLAIN, TUNED
 from hpubench.store.record import CellResult
@@ -25,13 +26,11 @@ CHURN_FAULTS_PER_STEP = 64.0
 are 256 KiB touched anew each step, far above a settled heap's handful and below the smallest churn seen
 (the figures are in docs/measurements.md)."""
 
-HEAP_SETTING = "MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824"
-"""What a user sets in their training's environment to hold glibc's thresholds where HPUBENCH_MALLOC=steady
-holds them (hpubench.measure.heap: the 32 MiB mmap threshold and a 1 GiB trim threshold)."""
+HEAP_SETTING = " ".join(f"{name}={value}" for name, value in STEADY_ENV.items())
+"""STEADY_ENV (hpubench.measure.heap) as the tip writes it: what users set for their own training."""
 
 SETTLED, CHURNED = "heap settled", "heap regrown every step"
 TRAINING = "your training"  # the doctor's section for what the user's own scripts get
-HELD_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")  # the two variables HEAP_SETTING sets
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ def doctor_findings(
     each measured tip as a warning with the setting that removes it; without, what a script started from
     this environment gets and how to measure it."""
     if found is None:
-        held = all(environ.get(name) for name in HELD_ENV)
+        held = all(environ.get(name) for name in STEADY_ENV)
         if held:
             detail = "this environment holds glibc's heap thresholds, as the tuned cells do"
         else:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from hpubench.measure.conditions import policy_from_env, refuse_bad_policy
 
@@ -36,6 +37,10 @@ DEFAULT_HEAP_POLICY = "steady"
 MMAP_THRESHOLD = 32 * 2**20
 # Far above what a step frees at the top of the heap; still an int for mallopt.
 TRIM_THRESHOLD = 2**30
+STEADY_ENV: Mapping[str, str] = MappingProxyType(
+    {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD)}
+)
+"""What a user exports so that their own training's glibc holds the thresholds the steady policy holds."""
 
 # glibc reads these at start-up: a user who set any of them has chosen the allocator's behaviour.
 USER_MALLOC_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_")

@@ -9,6 +9,7 @@ from hpubench.measure.heap import (
     DEFAULT_HEAP_POLICY,
     HEAP_ENV,
     MMAP_THRESHOLD,
+    STEADY_ENV,
     TRIM_THRESHOLD,
     HeapPlan,
     check_heap_env,
@@ -22,6 +23,15 @@ def test_steady_is_the_default_and_holds_both_thresholds() -> None:
     assert heap_policy({}) == DEFAULT_HEAP_POLICY == "steady"
     assert heap_policy({HEAP_ENV: "  "}) == "steady"
     assert plan_heap("steady", {}) == HeapPlan("steady", TRIM_THRESHOLD, MMAP_THRESHOLD)
+
+
+def test_the_tip_a_user_exports_holds_what_steady_holds() -> None:
+    # doctor and the report tell users to export STEADY_ENV: it must set the thresholds the tuned cells ran at
+    steady = plan_heap("steady", {})
+    assert {name: int(value) for name, value in STEADY_ENV.items()} == {
+        "MALLOC_MMAP_THRESHOLD_": steady.mmap_threshold,
+        "MALLOC_TRIM_THRESHOLD_": steady.trim_threshold,
+    }
 
 
 def test_system_sets_nothing() -> None:
