@@ -55,7 +55,7 @@ import hostspeed  # noqa: E402
 from hpubench.analysis.stats.medianci import MedianInterval, median_interval  # noqa: E402
 from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
 from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
-from hpubench.measure.heap import HEAP_ENV, STEADY_ENV  # noqa: E402
+from hpubench.measure.heap import HEAP_ENV, STEADY_ENV, USER_MALLOC_ENV  # noqa: E402
 from hpubench.run.cellrun.resolve import N_BATCHES, SEED  # noqa: E402
 
 PLAIN_LOOP = ROOT / "benchmarks" / "plainloop.py"
@@ -78,10 +78,7 @@ WORKLOADS: dict[str, tuple[int, int, int]] = {
 CLEARED = (
     HEAP_ENV,
     THREADS_ENV,
-    "MALLOC_MMAP_THRESHOLD_",
-    "MALLOC_TRIM_THRESHOLD_",
-    "MALLOC_TOP_PAD_",
-    "MALLOC_MMAP_MAX_",
+    *USER_MALLOC_ENV,
     "GLIBC_TUNABLES",
     "OMP_NUM_THREADS",
     "OMP_WAIT_POLICY",
