@@ -39,6 +39,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import agreement  # noqa: E402
+
 from hpubench.analysis.stats.medianci import median_interval  # noqa: E402
 from hpubench.measure.heap import STEADY_ENV  # noqa: E402
 
@@ -231,10 +233,7 @@ def summarise(results: Results, models: list[str]) -> list[dict[str, Any]]:
     for model in models:
         medians = {s: statistics.median(r["samples_per_s"] for r in results[(model, s)]) for s in SIDES}
         for a, b, label in PAIRS:
-            ratios = [
-                x["samples_per_s"] / y["samples_per_s"]
-                for x, y in zip(results[(model, a)], results[(model, b)], strict=True)
-            ]
+            ratios = agreement.ratios(results[(model, a)], results[(model, b)])
             ci = median_interval(ratios)
             rows.append(
                 {

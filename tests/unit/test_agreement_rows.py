@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import agreement  # noqa: E402
+import trainer_agreement  # noqa: E402
 
 from hpubench.analysis.stats.medianci import median_interval  # noqa: E402
 
@@ -92,3 +93,17 @@ def test_over_four_rounds_no_contender_keeps_a_fixed_place() -> None:
         plain_first = [o.index("plain") < o.index(agreement.AGAIN) for o in orders]
         assert plain_first == [True, False, True, False]
         assert (agreement.TORCH_ONLY in orders[0]) == (condition == "plain")
+
+
+def test_the_trainer_rows_pair_each_round_s_runs_and_take_the_median_ratio() -> None:
+    """``trainer_agreement`` pairs its contenders round by round as ``agreement`` does: the round where the
+    cell ran slow gives a low ratio, and the median leaves it out."""
+    speeds = {side: [100.0, 100.0, 100.0] for side in trainer_agreement.SIDES}
+    speeds["cell"] = [50.0, 100.0, 200.0]
+    speeds["callback"] = [50.0, 105.0, 200.0]
+    results = {("hf", side): _runs(*v) for side, v in speeds.items()}
+    rows = trainer_agreement.summarise(results, ["hf"])
+    by_pair = {r["pair"]: r for r in rows}
+    assert by_pair["callback / cell"]["rounds"] == [1.0, 1.05, 1.0]
+    assert by_pair["callback / cell"]["ratio"] == 1.0
+    assert by_pair["cell / loop: the harness"]["rounds"] == [0.5, 1.0, 2.0]
