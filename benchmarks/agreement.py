@@ -25,7 +25,9 @@ the rounds can tell: a ratio outside 0.98-1.02 whose interval still reaches the 
 rounds narrow it) rather than outside. The A/A ratio, the plain script's second run over its first, is the
 test's own check: its interval should hold 1.00. Each process's minor page faults per measured step say
 which heap mode it landed in (``hpubench.analysis.tuning``), so a bimodal condition is shown as such
-instead of averaged away. Never run beside other work: the figures are ratios within one run, and a busy
+instead of averaged away. hpubench's own timing verdicts on its cells are counted beside each row: rounds
+it flagged ``noisy`` or ``unstable`` were disturbed by the host, which the plain script cannot say of itself.
+Never run beside other work: the figures are ratios within one run, and a busy
 neighbour moves them. The host's own steadiness (``hpubench doctor``'s host speed line,
 ``benchmarks/hostspeed.py``) is printed before and after: on a host that reads UNSTEADY, single rounds spread
 widely and more rounds are needed to decide a row.
@@ -44,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +214,13 @@ def modes(runs: list[dict[str, Any]]) -> str:
     return f"{churned}/{len(runs)} churn"
 
 
+def own_verdicts(runs: list[dict[str, Any]]) -> str:
+    """hpubench's own timing verdicts over the rounds ("14 ok, 6 unstable"): rounds it flagged as disturbed
+    say the host, not the harness, may have moved the row; the plain script has no such check."""
+    counts = Counter(r.get("quality") or "none" for r in runs)
+    return ", ".join(f"{n} {q}" for q, n in sorted(counts.items(), key=lambda kv: (kv[0] != "ok", kv[0])))
+
+
 def summarise(
     results: dict[tuple[str, str, str], list[dict[str, Any]]], names: list[str]
 ) -> list[dict[str, Any]]:
@@ -248,6 +258,7 @@ def summarise(
                         max(r["samples_per_s"] for r in plains),
                     ],
                     "hpubench_modes": modes(h),
+                    "hpubench_verdicts": own_verdicts(h),
                     "plain_modes": modes(plains),
                     "threads": sorted({r["threads"] for r in h + plains}),
                     "aa_ratio": aa.median,
@@ -288,6 +299,7 @@ def print_rows(rows: list[dict[str, Any]], rounds: int) -> None:
             f"{r['hpubench_modes']} / {r['plain_modes']}; threads {r['threads']}; "
             f"A/A {r['aa_ratio']:.3f} ({ar[0]:.3f}-{ar[1]:.3f}){aa_check(ar)}: {r['verdict']}"
         )
+        print(f"{'':20} hpubench's own timing verdicts on its cells: {r['hpubench_verdicts']}")
         if r["ratio_torch_only"] is not None:
             tr = r["torch_only_range"]
             print(

@@ -107,3 +107,18 @@ def test_the_trainer_rows_pair_each_round_s_runs_and_take_the_median_ratio() -> 
     assert by_pair["callback / cell"]["rounds"] == [1.0, 1.05, 1.0]
     assert by_pair["callback / cell"]["ratio"] == 1.0
     assert by_pair["cell / loop: the harness"]["rounds"] == [0.5, 1.0, 2.0]
+
+
+def test_each_row_counts_hpubench_s_own_timing_verdicts_ok_first() -> None:
+    h = _runs(100, 90, 101, 80)
+    for r, q in zip(h, ("ok", "unstable", "ok", "noisy"), strict=True):
+        r["quality"] = q
+    results = {("mlp", c, "hpubench"): h for c in agreement.CONDITIONS}
+    results |= {
+        ("mlp", c, side): _runs(100, 100, 100, 100)
+        for c in agreement.CONDITIONS
+        for side in ("plain", agreement.AGAIN)
+    }
+    row = agreement.summarise(results, ["mlp"])[0]
+    assert row["hpubench_verdicts"] == "2 ok, 1 noisy, 1 unstable"
+    assert agreement.own_verdicts(_runs(1, 2)) == "2 none"
