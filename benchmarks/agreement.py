@@ -25,12 +25,11 @@ the rounds can tell: a ratio outside 0.98-1.02 whose interval still reaches the 
 rounds narrow it) rather than outside. The A/A ratio, the plain script's second run over its first, is the
 test's own check: its interval should hold 1.00. Each process's minor page faults per measured step say
 which heap mode it landed in (``hpubench.analysis.tuning``), so a bimodal condition is shown as such
-instead of averaged away. hpubench's own timing verdicts on its cells are counted beside each row: rounds
-it flagged ``noisy`` or ``unstable`` were disturbed by the host, which the plain script cannot say of itself.
-Never run beside other work: the figures are ratios within one run, and a busy
-neighbour moves them. The host's own steadiness (``hpubench doctor``'s host speed line,
-``benchmarks/hostspeed.py``) is printed before and after: on a host that reads UNSTEADY, single rounds spread
-widely and more rounds are needed to decide a row.
+instead of averaged away. hpubench's own timing verdicts on its cells are counted beside each row: a round
+it did not call ``ok`` was disturbed while it measured, which the plain script cannot say of itself. Never
+run beside other work: the figures are ratios within one run, and a busy neighbour moves them. The host's
+own steadiness (``hpubench doctor``'s host speed line, ``benchmarks/hostspeed.py``) is printed before and
+after: on a host that reads UNSTEADY, single rounds spread widely and more rounds are needed to decide a row.
 
 ``python benchmarks/agreement.py [--rounds 5] [--workloads mlp,gpt,resnet,hf:gpt2] [--json FILE]``
 """
@@ -55,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 import hostspeed  # noqa: E402
 
+from hpubench.analysis.quality import OK  # noqa: E402
 from hpubench.analysis.stats.medianci import MedianInterval, median_interval  # noqa: E402
 from hpubench.analysis.tuning import CHURN_FAULTS_PER_STEP  # noqa: E402
 from hpubench.measure.conditions import THREADS_ENV, plan_threads  # noqa: E402
@@ -218,7 +218,7 @@ def own_verdicts(runs: list[dict[str, Any]]) -> str:
     """hpubench's own timing verdicts over the rounds ("14 ok, 6 unstable"): rounds it flagged as disturbed
     say the host, not the harness, may have moved the row; the plain script has no such check."""
     counts = Counter(r.get("quality") or "none" for r in runs)
-    return ", ".join(f"{n} {q}" for q, n in sorted(counts.items(), key=lambda kv: (kv[0] != "ok", kv[0])))
+    return ", ".join(f"{n} {q}" for q, n in sorted(counts.items(), key=lambda kv: (kv[0] != OK, kv[0])))
 
 
 def summarise(
