@@ -1,12 +1,14 @@
 """Do the timing verdicts neither cry wolf nor sleep? Quiet-run false alarms, hog and recompile catches.
 
 Run with ``make bench`` or ``python benchmarks/verdict_rates.py [--rounds 10] [--hog-cells 6]
-[--recompile-cells 4] [--json PATH]``. CPU only; every cell runs through the CLI as a user runs it
-(``python -m hpubench run ... -o TMP``). It prints figures and a check per bar; it never asserts (the
-tests do: tests/unit/test_contention.py, tests/e2e/test_hog_interfered.py). About 6-8 minutes with the
-defaults on a quiet 2-core machine; run it on a quiet one, since every other process is a neighbour. The
-host's own steadiness (``benchmarks/hostspeed.py``) is printed before and after the quiet rounds: the bar is
-for a host that reads steady, and an UNSTEADY one makes ``unstable`` verdicts that describe the host.
+[--recompile-cells 4] [--isolation fork|spawn] [--json PATH]``. CPU only; every cell runs through the CLI
+as a user runs it (``python -m hpubench run ... -o TMP``; ``--isolation`` is the quiet rounds' own, since
+forked and spawned cells' windows start differently: docs/measurements.md). It prints figures and a check
+per bar; it never asserts (the tests do: tests/unit/test_contention.py, tests/e2e/test_hog_interfered.py).
+About 6-8 minutes with the defaults on a quiet 2-core machine; run it on a quiet one, since every other
+process is a neighbour. The host's own steadiness (``benchmarks/hostspeed.py``) is printed before and
+after the quiet rounds: the bar is for a host that reads steady, and an UNSTEADY one makes ``unstable``
+verdicts that describe the host.
 
 1. Quiet. ``hpubench run --matrix smoke`` ``--rounds`` times (at least 10 for the bar). For each timing
    verdict, the share of measured cells given it; the bar: every non-``ok`` verdict on at most 5% of them.
@@ -166,13 +168,16 @@ def shadow(record: dict[str, Any]) -> Window | None:
     return window(json.loads(line)["step_times_s"])
 
 
-def quiet(rounds: int) -> dict[str, Any]:
-    print(f"1. Quiet: hpubench run --matrix smoke x {rounds}; each cell shadowed by a plain loop of its work")
+def quiet(rounds: int, isolation: str = "fork") -> dict[str, Any]:
+    print(
+        f"1. Quiet: hpubench run --matrix smoke --isolation {isolation} x {rounds}; each cell shadowed by a "
+        "plain loop of its work"
+    )
     cells: list[dict[str, Any]] = []
     shadows: list[Shadowed] = []
     for i in range(rounds):
         t0 = time.monotonic()
-        got = judged(run_cli(["--matrix", "smoke"]))
+        got = judged(run_cli(["--matrix", "smoke", "--isolation", isolation]))
         cells += got
         bad = Counter(r["quality"] for r in got if r["quality"] != OK)
         for r in got:
@@ -201,8 +206,11 @@ def quiet(rounds: int) -> dict[str, Any]:
     # verdicts are counted apart too, so the tuned cells' rate is seen on its own.
     tuned = [r for r in cells if not is_plain(r)]
     tuned_counts = Counter(r["quality"] for r in tuned)
-    shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
-    print(f"  tuned cells only ({len(tuned)}): {shown}" if tuned else "  no tuned cells")
+    if tuned:
+        shown = ", ".join(f"{v} {tuned_counts.get(v, 0) / len(tuned):.1%}" for v in PRECEDENCE if v != OK)
+        print(f"  tuned cells only ({len(tuned)}): {shown}")
+    else:  # no cell measured (every round's run failed): said, not divided by
+        print("  no tuned cells")
     crowded = [self_crowded(r) for r in cells]
     n_crowded = sum(crowded)
     unstable_crowded = sum(c and r["quality"] == UNSTABLE for c, r in zip(crowded, cells, strict=True))
@@ -338,6 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=10, help="quiet smoke runs (the bar needs at least 10)")
     ap.add_argument("--hog-cells", type=int, default=6, help="cells run beside the two hogs")
     ap.add_argument("--recompile-cells", type=int, default=4, help="cells of the recompiling workload")
+    ap.add_argument(
+        "--isolation",
+        choices=("fork", "spawn"),
+        default="fork",
+        help="how the quiet rounds' cells start (hpubench run --isolation; fork is its default)",
+    )
     ap.add_argument("--json", type=Path, help="also write the figures here")
     a = ap.parse_args(argv)
     print(
@@ -347,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     host: dict[str, dict[str, Any]] = {}
     hostspeed.take(host, "before")
     t0 = time.monotonic()
-    out: dict[str, Any] = {"quiet": quiet(a.rounds)}
+    out: dict[str, Any] = {"quiet": quiet(a.rounds, a.isolation), "isolation": a.isolation}
     hostspeed.take(host, "after quiet rounds")  # the bar is about the quiet rounds: taken before the hogs
     out.update(hogs=hogs(a.hog_cells), recompiles=recompiles(a.recompile_cells), host_speed=host)
     if a.rounds < 10:

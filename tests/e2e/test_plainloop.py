@@ -234,3 +234,19 @@ def test_cells_crowded_by_their_own_threads_are_counted_apart() -> None:
     assert not vr.self_crowded(rec(None, [0, 1]))
     assert not vr.self_crowded(rec(8, []))  # CPUs unknown: not counted apart
     assert not vr.self_crowded({"runtime": {}})
+
+
+def test_the_quiet_rounds_run_the_smoke_matrix_with_the_isolation_asked(monkeypatch: Any) -> None:
+    """Forked and spawned cells' windows start differently, so the quiet rounds can be run either way."""
+    vr = _verdict_rates()
+    seen: list[list[str]] = []
+
+    def run_cli(args: Any, timeout: float = 1800) -> list[dict[str, Any]]:
+        seen.append(list(args))
+        return []
+
+    monkeypatch.setattr(vr, "run_cli", run_cli)
+    vr.quiet(2, "spawn")
+    assert seen == [["--matrix", "smoke", "--isolation", "spawn"]] * 2
+    vr.quiet(1)
+    assert seen[-1] == ["--matrix", "smoke", "--isolation", "fork"]
