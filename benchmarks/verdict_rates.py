@@ -62,6 +62,7 @@ from hpubench.analysis.trend import halves_test  # noqa: E402
 from hpubench.plan.cell import Cell  # noqa: E402
 from hpubench.plan.dimensions import PLAIN  # noqa: E402
 from hpubench.run.hostcondition import condition_of  # noqa: E402
+from hpubench.run.launch import ISOLATIONS  # noqa: E402
 
 QUIET_BAR = 0.05  # the largest share of quiet cells any non-ok verdict may take
 ENV = {**os.environ, "HPUBENCH_NO_PROGRESS": "1"}
@@ -348,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--recompile-cells", type=int, default=4, help="cells of the recompiling workload")
     ap.add_argument(
         "--isolation",
-        choices=("fork", "spawn"),
+        choices=ISOLATIONS,
         default="fork",
         help="how the quiet rounds' cells start (hpubench run --isolation; fork is its default)",
     )
