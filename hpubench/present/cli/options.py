@@ -235,10 +235,10 @@ IsolationOpt = Annotated[
     str,
     typer.Option(
         "--isolation",
-        help="fork (pre-warmed server: ~45 ms per cell; its children inherit the server's imported state, "
-        "measured at 0-4% of tiny CPU cells' speed against a fresh process on a 2-core VM) or spawn "
-        "(a fresh interpreter per cell: ~2.1 s more per cell there, `import torch` paid each time; also for "
-        "stacks where forking after import is unsafe).",
+        help="fork (each cell forked from a pre-warmed server that imported torch once: it starts at once, "
+        "and inherits that server's imported state) or spawn (a fresh interpreter per cell, as a script "
+        "starts: `import torch` is paid for every cell; also for stacks where forking after import is "
+        "unsafe). A record's runtime dispatch_to_first_step_s says what a cell's start cost.",
     ),
 ]
 
