@@ -61,8 +61,8 @@ from hpubench.analysis.quality import OK, PRECEDENCE, UNSTABLE, crowded_by_itsel
 from hpubench.analysis.trend import halves_test  # noqa: E402
 from hpubench.plan.cell import Cell  # noqa: E402
 from hpubench.plan.dimensions import PLAIN  # noqa: E402
+from hpubench.run.executors import ISOLATIONS  # noqa: E402
 from hpubench.run.hostcondition import condition_of  # noqa: E402
-from hpubench.run.launch import ISOLATIONS  # noqa: E402
 
 QUIET_BAR = 0.05  # the largest share of quiet cells any non-ok verdict may take
 ENV = {**os.environ, "HPUBENCH_NO_PROGRESS": "1"}

@@ -27,6 +27,7 @@ from hpubench.plan.runoptions import RunOptions
 from hpubench.plugins.files import import_limit_s
 from hpubench.run.cluster import ClusterEnv
 from hpubench.run.events import Event
+from hpubench.run.executors import ISOLATIONS
 from hpubench.run.executors.base import LocalExecutor, WorkerSetup
 from hpubench.run.executors.distributed import DistExecutor
 from hpubench.run.executors.fork import ForkExecutor
@@ -35,9 +36,7 @@ from hpubench.run.scheduler import Adjust, Scheduler
 from hpubench.store.record import CellResult
 from hpubench.store.rundir import ResultStore
 
-ISOLATIONS = ("fork", "spawn")
-
-__all__ = ["ISOLATIONS", "Event", "Launcher"]  # Event: where its watchers have always imported it
+__all__ = ["Event", "Launcher"]  # Event: where its watchers have always imported it
 
 
 class Launcher:

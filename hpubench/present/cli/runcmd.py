@@ -52,6 +52,7 @@ from hpubench.present.cli.options import (
     flag_options,
 )
 from hpubench.present.cli.runflags import RunFlags
+from hpubench.run.executors import ISOLATIONS
 from hpubench.strategy.pgtimeout import pg_timeout_s
 
 
@@ -99,8 +100,8 @@ def _check_flags(flags: RunFlags) -> None:
     from hpubench.accelerators import check_environment  # deferred: the accelerator registry, ~30 ms
 
     check_timeout(flags.timeout)
-    if flags.isolation not in ("fork", "spawn"):
-        raise UsageError(f"--isolation must be 'fork' or 'spawn', got {flags.isolation!r}")
+    if flags.isolation not in ISOLATIONS:
+        raise UsageError(f"--isolation must be {' or '.join(map(repr, ISOLATIONS))}, got {flags.isolation!r}")
     check_repeat(flags.repeat, 1)
     if not flags.progress_every > 0:
         raise UsageError(f"--progress-every must be a positive number of seconds, got {flags.progress_every}")
