@@ -190,7 +190,7 @@ def _full() -> MatrixSpec:
                 mode=MODES,
                 graphs=(False, True),
                 warmup_steps=5,
-                steps="auto",  # the default knobs: 2% target, 10 steps and 0.5 s at least, 30 s at most
+                steps="auto",  # with AutoSteps' default knobs (hpubench.plan.autosteps)
             ),
             Grid(  # what a plain script gets, beside the tuned figures of one device in eager mode
                 workload=("all",),
