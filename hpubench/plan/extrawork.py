@@ -9,9 +9,10 @@ Real compute, not a sleep: a sleep frees the core, so on a loaded machine the pl
 fixed while real work stretches, and on an asynchronous device a host-side sleep can hide behind queued
 kernels. The amount is calibrated once per run, at the end of the warm-up, and then frozen: from there on
 the *work* per step is fixed, as it is for a real regression, and the time it takes varies with the
-machine like the rest of the step. Calibration times plain steps and the unit of extra work several
-times each and uses the minimum of each: on a shared machine one descheduled moment can stretch a sample
-a hundredfold, while the minimum is the uncontended cost, so the ratio of the two holds. The step reports
+machine like the rest of the step. Calibration times plain steps and the extra work several times each,
+in turn, and uses the minimum of each: on a shared machine one descheduled moment can stretch a sample a
+hundredfold, while the minimum is the uncontended cost, and timing them in turn lets a host whose speed
+moves meanwhile move both, so the ratio of the two holds. The step reports
 it (:func:`learned_facts`) and the result records it as ``runtime["extra_work"]`` so the planted fraction
 can be checked.
 
@@ -35,6 +36,10 @@ HARNESS_OPTIONS: dict[str, str] = {
 }
 MAX_EXTRA_WORK = 10.0  # 10x the step: beyond that it is not a "slowdown" any more, and a typo is likelier
 CALIBRATION_STEPS = 10  # plain steps timed after the warm-up to size the extra work (minimum)
+CORRECTIONS = 2  # rounds that time the burn in turn with the plain step and correct the unit count
+# Plain steps the calibration runs inside the last warm-up call: alone once, then in turn with the burn
+# in each correction and in the final reading.
+CALIBRATION_PLAIN_STEPS = CALIBRATION_STEPS * (CORRECTIONS + 2)
 UNIT_REPEATS = 30  # timings of the unit of extra work (minimum)
 MAX_UNITS = 2000  # above this many units per step the unit doubles in size (less Python overhead)
 UNIT_SIZES = (32, 64, 128, 256, 512, 1024)  # square matmul sizes tried, smallest first (granularity)
@@ -102,15 +107,20 @@ def learned_facts(step: Callable[[Any], Any]) -> tuple[tuple[str, Any], ...]:
     return ()
 
 
-def _min_time(fn: Callable[[], Any], synchronize: Callable[[], None], n: int) -> float:
-    times = []
+def _min_times(
+    fns: tuple[Callable[[], Any], ...], synchronize: Callable[[], None], n: int
+) -> tuple[float, ...]:
+    """The minimum time of each of ``fns`` over ``n`` rounds, run in turn within each round: a host whose
+    speed moves during the calibration then moves every one of them alike, so their ratio holds."""
+    best = [math.inf] * len(fns)
     for _ in range(n):
-        synchronize()
-        t0 = time.perf_counter()
-        fn()
-        synchronize()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        for i, fn in enumerate(fns):
+            synchronize()
+            t0 = time.perf_counter()
+            fn()
+            synchronize()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return tuple(best)
 
 
 class _ExtraWorkStep:
@@ -161,23 +171,26 @@ class _ExtraWorkStep:
             self._unit()
 
     def _calibrate(self, batch: Any) -> None:
-        base_s = _min_time(lambda: self._step(batch), self._sync, CALIBRATION_STEPS)
-        target_s = self._fraction * base_s
+        def plain() -> None:
+            self._step(batch)
+
+        (base_s,) = _min_times((plain,), self._sync, CALIBRATION_STEPS)
         size = unit_s = 0.0
         for n in UNIT_SIZES:
             self._set_unit(n)
             self._burn(3)  # first calls allocate and pick kernels
-            unit_s = _min_time(lambda: self._burn(10), self._sync, UNIT_REPEATS) / 10
-            size = n
-            if target_s / unit_s <= MAX_UNITS:
+            (ten_s,) = _min_times((lambda: self._burn(10),), self._sync, UNIT_REPEATS)
+            unit_s, size = ten_s / 10, n
+            if self._fraction * base_s / unit_s <= MAX_UNITS:
                 break
-        units = max(1, round(target_s / unit_s))
+        units = max(1, round(self._fraction * base_s / unit_s))
         # A unit timed alone is mostly dispatch overhead, whose cost drifts; time the burn as it will
-        # run (that many units back to back) and correct the count, twice, so the planted time holds.
-        for _ in range(2):
-            burn_s = _min_time(lambda u=units: self._burn(u), self._sync, CALIBRATION_STEPS)
-            units = max(1, round(units * target_s / burn_s))
-        burn_s = _min_time(lambda u=units: self._burn(u), self._sync, CALIBRATION_STEPS)
+        # run (that many units back to back), in turn with the plain step, and correct the count,
+        # so the planted share holds.
+        for _ in range(CORRECTIONS):
+            base_s, burn_s = _min_times((plain, lambda u=units: self._burn(u)), self._sync, CALIBRATION_STEPS)
+            units = max(1, round(units * self._fraction * base_s / burn_s))
+        base_s, burn_s = _min_times((plain, lambda u=units: self._burn(u)), self._sync, CALIBRATION_STEPS)
         self._units = units
         self.calibration = {
             "fraction": self._fraction,

@@ -11,6 +11,7 @@ import torch
 
 import workloads
 from hpubench.accelerators.cpu import CPUAccelerator
+from hpubench.plan import extrawork
 from hpubench.plan.autosteps import LEAD_IN_STEPS, AutoSteps
 from hpubench.plan.cell import Cell
 from hpubench.plan.runoptions import RunOptions
@@ -107,8 +108,9 @@ class _FailsAt:
 @pytest.mark.slow  # the extra work's calibration times real steps
 def test_a_failure_in_the_measured_steps_keeps_what_the_step_learned_in_its_warmup(monkeypatch) -> None:
     real = workloads.get
-    # 2 warm-up calls (10 calibration steps inside the 2nd), then the 2nd measured step fails
-    monkeypatch.setattr(workloads, "get", lambda name, *a, **k: _FailsAt(real(name, *a, **k), at=14))
+    # 2 warm-up calls (calibration steps inside the 2nd) and the lead-in, then a measured step fails
+    at = 4 + extrawork.CALIBRATION_PLAIN_STEPS
+    monkeypatch.setattr(workloads, "get", lambda name, *a, **k: _FailsAt(real(name, *a, **k), at=at))
     r = run_cell(Cell("mlp", steps=5, warmup_steps=2, options=(("extra_work", "0.3"),)))
     assert r.status == "failed" and r.reason == "RuntimeError: planted failure"
     facts = r.runtime.to_dict()
